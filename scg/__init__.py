@@ -1,0 +1,13 @@
+"""scg: gradients of expectations through stochastic computation graphs."""
+
+from . import numpy as _numpy_rules  # noqa: F401  (installs numpy dispatch on traced values)
+from .core.api import grad, hessian, jacobian, value_and_grad
+from .errors import BiasWarning, EstimatorError, NoGradientPathError, TracingError
+from .numpy.rules import (log_softmax, logsumexp, relu, sigmoid, softmax, softplus,
+                          stop_gradient)
+
+__all__ = [
+    "grad", "value_and_grad", "jacobian", "hessian", "stop_gradient",
+    "sigmoid", "softplus", "relu", "logsumexp", "softmax", "log_softmax",
+    "TracingError", "EstimatorError", "NoGradientPathError", "BiasWarning",
+]

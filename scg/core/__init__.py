@@ -1,0 +1,1 @@
+"""The autodiff core: tape, trace levels, pytrees and the user-facing transformations."""

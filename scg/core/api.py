@@ -1,0 +1,185 @@
+"""User-facing transformations: grad, value_and_grad, jacobian, hessian."""
+
+import functools
+
+import numpy as np
+
+from ..errors import NoGradientPathError
+from ..numpy import rules as R
+from . import pytree
+from .tape import Box, Tracer, backward, new_level, new_root, strip
+
+
+class _Traced:
+    """The arguments of one call, with the differentiated leaves boxed at `level`."""
+
+    def __init__(self, args, argnums, level):
+        self.single = isinstance(argnums, int)
+        self.argnums = (argnums,) if self.single else tuple(argnums)
+        for i in self.argnums:
+            if not -len(args) <= i < len(args):
+                raise TypeError(f"argnums={argnums} but the function got {len(args)} arguments")
+        self.args = list(args)
+        self.parts = []  # per argnum: (treedef, paths, roots)
+        for i in self.argnums:
+            leaves, treedef, paths = pytree.flatten(args[i])
+            roots = [new_root(_as_float(leaf, i, p), level) for leaf, p in zip(leaves, paths)]
+            self.args[i] = pytree.unflatten(treedef, roots)
+            self.parts.append((treedef, paths, roots))
+
+    def roots(self):
+        return [r.node for _, _, roots in self.parts for r in roots]
+
+    def shapes(self):
+        return [np.shape(r.value) for _, _, roots in self.parts for r in roots]
+
+    def names(self):
+        return [f"argument {i}{p}" for i, (_, paths, _) in zip(self.argnums, self.parts)
+                for p in paths]
+
+    def rebuild(self, flat):
+        """Structure a flat list of per-leaf results like the differentiated arguments."""
+        out, k = [], 0
+        for treedef, paths, _ in self.parts:
+            out.append(pytree.unflatten(treedef, flat[k:k + len(paths)]))
+            k += len(paths)
+        return out[0] if self.single else tuple(out)
+
+
+def _as_float(leaf, argnum, path):
+    if isinstance(leaf, Tracer):
+        return leaf
+    arr = np.asarray(leaf)
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"cannot differentiate argument {argnum}{path} of dtype {arr.dtype}; "
+                        "differentiated arguments are floats or float arrays")
+    return arr.astype(np.float64)
+
+
+def _finish(g, shape):
+    """A cotangent as the user sees it: float64 arrays at the top level, traced inside."""
+    if g is None:
+        return np.zeros(shape)
+    if isinstance(g, Tracer):
+        return g
+    return np.asarray(g, dtype=np.float64).reshape(shape)
+
+
+def _check_reached(grads, traced, fun, allow_unused):
+    if allow_unused or not getattr(fun, "requires_gradient_path", False):
+        return
+    for g, name in zip(grads, traced.names()):
+        if g is None:
+            raise NoGradientPathError(fun.no_path_message(name))
+
+
+def value_and_grad(fun, argnums=0, *, allow_unused=False):
+    """Return a function computing fun's value and its gradient with respect to `argnums`.
+
+    Args:
+        fun: a function returning a scalar, or an `scg.expectation`.
+        argnums: int or tuple of ints; the arguments (pytrees of arrays) to differentiate.
+        allow_unused: for expectations, return zeros instead of raising
+            `NoGradientPathError` when no cost depends on an argument.
+    Returns:
+        A function returning (value, gradient); the gradient has the structure of the
+        argument (a tuple of them when argnums is a tuple).
+
+    Example:
+        >>> scg.value_and_grad(lambda x: np.sum(x ** 2))(np.array([1.0, 2.0]))
+        (5.0, array([2., 4.]))
+    """
+    @functools.wraps(fun)
+    def value_and_grad_fun(*args, **kwargs):
+        with new_level() as level:
+            traced = _Traced(args, argnums, level)
+            out = fun(*traced.args, **kwargs)
+            value = strip(out, level - 1)
+            if np.size(strip(value)) != 1:
+                raise TypeError(f"grad needs a scalar output, got shape {np.shape(strip(value))}; "
+                                "use scg.jacobian for vector outputs")
+            if isinstance(out, Box) and out.level == level:
+                grads = backward(out.node, np.ones(np.shape(strip(value))), traced.roots())
+            else:
+                grads = [None] * len(traced.roots())
+        _check_reached(grads, traced, fun, allow_unused)
+        flat = [_finish(g, s) for g, s in zip(grads, traced.shapes())]
+        if not isinstance(value, Tracer):
+            value = float(np.reshape(value, ()))
+        return value, traced.rebuild(flat)
+
+    return value_and_grad_fun
+
+
+def grad(fun, argnums=0, *, allow_unused=False):
+    """Return a function computing the gradient of scalar-valued `fun`.
+
+    Works on plain functions of numpy arrays and on `scg.expectation` objects (then it
+    returns an unbiased estimate of the gradient of the expectation). Any order:
+    ``scg.grad(scg.grad(f))``.
+
+    Example:
+        >>> scg.grad(np.sin)(0.0)
+        array(1.)
+    """
+    vg = value_and_grad(fun, argnums, allow_unused=allow_unused)
+
+    @functools.wraps(fun)
+    def grad_fun(*args, **kwargs):
+        return vg(*args, **kwargs)[1]
+
+    return grad_fun
+
+
+def jacobian(fun, argnums=0):
+    """Return a function computing the Jacobian of `fun` by reverse mode, one row at a time.
+
+    For an output of shape S and an argument leaf of shape A the result has shape S + A;
+    pytree outputs give a tree (output structure) of trees (argument structure).
+
+    Example:
+        >>> scg.jacobian(lambda x: x ** 2)(np.array([1.0, 2.0]))
+        array([[2., 0.],
+               [0., 4.]])
+    """
+    @functools.wraps(fun)
+    def jacobian_fun(*args, **kwargs):
+        with new_level() as level:
+            traced = _Traced(args, argnums, level)
+            out = fun(*traced.args, **kwargs)
+            out_leaves, out_def, _ = pytree.flatten(out)
+            blocks = [_jacobian_rows(o, level, traced) for o in out_leaves]
+        return pytree.unflatten(out_def, blocks)
+
+    return jacobian_fun
+
+
+def _jacobian_rows(out, level, traced):
+    value = strip(out, level - 1)
+    out_shape = np.shape(strip(value))
+    in_shapes = traced.shapes()
+    rows = []
+    for i in range(int(np.prod(out_shape))):
+        if isinstance(out, Box) and out.level == level:
+            seed = np.zeros(out_shape)
+            seed.flat[i] = 1.0
+            rows.append(backward(out.node, seed, traced.roots()))
+        else:
+            rows.append([None] * len(in_shapes))
+    flat = []
+    for k, shape in enumerate(in_shapes):
+        pieces = [_finish(row[k], shape) for row in rows]
+        if any(isinstance(p, Tracer) for p in pieces):
+            block = R.reshape(R.stack(*pieces), out_shape + shape)
+        else:
+            block = np.stack(pieces).reshape(out_shape + shape)
+        flat.append(block)
+    return traced.rebuild(flat)
+
+
+def hessian(fun, argnums=0):
+    """Return a function computing the Hessian of scalar `fun` (shape A + A for one array).
+
+    For an expectation, the estimate is unbiased (see docs: higher-order derivatives).
+    """
+    return jacobian(grad(fun, argnums), argnums)

@@ -1,0 +1,175 @@
+"""The tape: primitives, tracers, trace levels and the backward pass.
+
+Every differentiable operation is a `Primitive`. Calling a primitive on plain
+values runs its numpy implementation; calling it on a `Tracer` hands the call
+to the tracer's interpretation (`Box` records it for reverse mode; the
+stochastic layer's per-sample values batch it). Tracers carry a *level*: the
+innermost transformation has the highest level and is processed first, so
+nested `grad` calls and batching compose (as in JAX). Gradient rules are
+written with primitives themselves, so they are recorded by outer levels and
+derivatives of any order work.
+"""
+
+from contextlib import contextmanager
+
+_level = [0]
+
+
+@contextmanager
+def new_level():
+    """Open a fresh trace level, higher than every level currently open."""
+    _level[0] += 1
+    try:
+        yield _level[0]
+    finally:
+        _level[0] -= 1
+
+
+class Tracer:
+    """Base of values that intercept primitive calls (Box, per-sample values).
+
+    Every tracer has `.value` (the value it wraps) and `.level`.
+    """
+
+    __slots__ = ("level",)
+
+    @staticmethod
+    def process(prim, args, kwargs, level):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+class Primitive:
+    """A named operation with a numpy implementation and one VJP rule per argument.
+
+    `kind` is "smooth" (differentiable), "jump" (piecewise constant: derivative
+    zero almost everywhere, but a pathwise estimator across it is biased), or
+    "cut" (stop_gradient). Jumps and cuts return untraced values.
+    """
+
+    def __init__(self, name, fn, kind="smooth", doc=None, batch=None):
+        self.name = name
+        self.__doc__ = doc or f"The primitive {name}."
+        self.fn = fn
+        self.vjps = {}
+        self.kind = kind
+        # How per-sample values pass through (see scg/stochastic/batching.py):
+        # "elementwise" for broadcasting elementwise functions, or a rule callable.
+        self.batch = batch
+
+    def __call__(self, *args, **kwargs):
+        top = None
+        level = 0
+        for a in args:
+            if isinstance(a, Tracer) and a.level > level:
+                top = a
+                level = a.level
+        if top is None:
+            return self.fn(*args, **kwargs)
+        return top.process(self, args, kwargs, level)
+
+    def __repr__(self):
+        return f"<primitive {self.name}>"
+
+
+def defvjp(prim, *rules):
+    """Attach VJP rules: rule i maps (g, ans, *args, **kwargs) to the cotangent of arg i.
+
+    A rule given as None marks a non-differentiable argument.
+    """
+    for i, rule in enumerate(rules):
+        if rule is not None:
+            prim.vjps[i] = rule
+
+
+class Node:
+    """One recorded call: the primitive, its output and inputs, and traced parents."""
+
+    __slots__ = ("prim", "ans", "args", "kwargs", "parents")
+
+    def __init__(self, prim, ans, args, kwargs, parents):
+        self.prim = prim
+        self.ans = ans
+        self.args = args
+        self.kwargs = kwargs
+        self.parents = parents  # list of (argnum, Node)
+
+
+class Box(Tracer):
+    """A value being differentiated at one trace level."""
+
+    __slots__ = ("value", "node")
+    __array_priority__ = 100.0
+
+    def __init__(self, value, node, level):
+        self.value = value
+        self.node = node
+        self.level = level
+
+    @staticmethod
+    def process(prim, args, kwargs, level):
+        raw = list(args)
+        parents = []
+        vjps = prim.vjps
+        for i, a in enumerate(args):
+            if type(a) is Box and a.level == level:
+                raw[i] = a.value
+                if i in vjps:
+                    parents.append((i, a.node))
+        ans = prim(*raw, **kwargs)
+        if prim.kind != "smooth" or not parents:
+            return ans
+        return Box(ans, Node(prim, ans, raw, kwargs, parents), level)
+
+    def __repr__(self):
+        return f"Box({self.value!r}, level={self.level})"
+
+
+def new_root(value, level):
+    """Box `value` as an independent variable of the trace at `level`."""
+    return Box(value, Node(None, value, (), {}, []), level)
+
+
+def strip(x, level=0):
+    """Remove every tracer above `level` from x (all of them by default): its plain value."""
+    while isinstance(x, Tracer) and x.level > level:
+        x = x.value
+    return x
+
+
+def _toposort(end):
+    child_counts = {}
+    stack = [end]
+    while stack:
+        node = stack.pop()
+        if node in child_counts:
+            child_counts[node] += 1
+        else:
+            child_counts[node] = 1
+            stack.extend(p for _, p in node.parents)
+    childless = [end]
+    while childless:
+        node = childless.pop()
+        yield node
+        for _, parent in node.parents:
+            if child_counts[parent] == 1:
+                childless.append(parent)
+            else:
+                child_counts[parent] -= 1
+
+
+def backward(out_node, g, roots):
+    """Propagate cotangent g from out_node; return the cotangents of `roots` (None if unreached)."""
+    grads = {out_node: g}
+    want = set(roots)
+    found = {}
+    for node in _toposort(out_node):
+        g = grads.pop(node, None)
+        if g is None:
+            continue
+        if node in want:
+            found[node] = g
+        for i, parent in node.parents:
+            gi = node.prim.vjps[i](g, node.ans, *node.args, **node.kwargs)
+            prev = grads.get(parent)
+            grads[parent] = gi if prev is None else prev + gi
+    return [found.get(r) for r in roots]

@@ -1,0 +1,167 @@
+"""The base class of every distribution: shapes, validation, sampling paths, to_event.
+
+A family subclass declares `arg_constraints`, `support`, `has_rsample`, and
+implements `log_prob`, `mean`, `variance`, and either `noise` + `path` (a
+reparameterization: value = path(noise), differentiable in the parameters) or
+`_sample` (draws without a path). Parameters may be traced values; everything
+a family computes is written with numpy calls on them, so gradients and the
+per-sample batching of the stochastic layer apply unchanged.
+"""
+
+import numpy as np
+
+from ..core.tape import strip
+from ..numpy import rules as R
+
+_VALIDATE = [True]
+
+
+def set_validation(enabled):
+    """Turn parameter validation on (the default) or off, for speed, for every new distribution."""
+    _VALIDATE[0] = bool(enabled)
+
+
+class Distribution:
+    """A probability distribution with batch and event shapes."""
+
+    arg_constraints = {}
+    support = None
+    has_rsample = False
+
+    def __init__(self, params, batch_shape, event_shape=(), validate_args=None):
+        self._params = params
+        self.batch_shape = tuple(batch_shape)
+        self.event_shape = tuple(event_shape)
+        self._validate_args = _VALIDATE[0] if validate_args is None else validate_args
+        if self._validate_args:
+            self._validate()
+
+    # ------------------------------------------------------------ parameters
+    @property
+    def params(self):
+        """The parameters given to the constructor, by name (possibly traced)."""
+        return dict(self._params)
+
+    def _rebuild(self, params):
+        """The same family with other parameter values, not validated again."""
+        return type(self)(**params, validate_args=False)
+
+    def _validate(self):
+        name_of = type(self).__name__
+        for name, value in self._params.items():
+            constraint = self.arg_constraints.get(name)
+            if constraint is None:
+                continue
+            raw = np.asarray(strip(value), dtype=float)
+            ok = np.asarray(constraint.check(raw))
+            if not np.all(ok):
+                bad = int(ok.size - np.count_nonzero(ok))
+                first = raw[~np.broadcast_to(ok, raw.shape)].ravel()[:3] if raw.ndim else raw
+                raise ValueError(
+                    f"{name_of}: parameter '{name}' must be {constraint.text}; "
+                    f"{bad} of {ok.size} entries are not (for example {np.round(first, 6)}). "
+                    f"Fix the value passed as {name}=, or pass validate_args=False "
+                    "if you know what you are doing")
+
+    @property
+    def moving_support(self):
+        """The names of the parameters that the support depends on (empty if fixed)."""
+        s = self.support
+        return tuple(getattr(s, a) for a in ("low_name", "high_name", "upper_name")
+                     if hasattr(s, a))
+
+    # ------------------------------------------------------------ sampling
+    def sample(self, rng, shape=()):
+        """Draw plain numpy samples of shape `shape + batch_shape + event_shape`."""
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        if self.has_rsample:
+            return np.asarray(strip(self.path(self.noise(rng, shape))))
+        return self._sample(rng, shape)
+
+    def noise(self, rng, shape=()):
+        """Draw the noise of the reparameterization path, shape `shape + batch + event`."""
+        raise NotImplementedError(f"{type(self).__name__} has no reparameterization path")
+
+    def path(self, noise):
+        """Map noise to a draw, differentiably in the parameters."""
+        raise NotImplementedError(f"{type(self).__name__} has no reparameterization path")
+
+    def _sample(self, rng, shape):
+        raise NotImplementedError
+
+    def _extended_shape(self, shape):
+        return tuple(shape) + self.batch_shape + self.event_shape
+
+    # ------------------------------------------------------------ shapes
+    def expand(self, batch_shape):
+        """The same distribution with parameters broadcast to `batch_shape`."""
+        batch_shape = tuple(batch_shape)
+        if batch_shape == self.batch_shape:
+            return self
+        params = {}
+        for name, value in self._params.items():
+            constraint = self.arg_constraints.get(name)
+            event_dim = constraint.event_dim if constraint is not None else 0
+            tail = R.shape(value)[len(R.shape(value)) - event_dim:] if event_dim else ()
+            params[name] = np.broadcast_to(value, batch_shape + tuple(tail))
+        return self._rebuild(params)
+
+    def to_event(self, reinterpreted_batch_ndims=1):
+        """Treat the rightmost batch dimensions as event dimensions (log_prob sums them)."""
+        if reinterpreted_batch_ndims == 0:
+            return self
+        return Independent(self, reinterpreted_batch_ndims)
+
+    def __repr__(self):
+        shapes = f"batch_shape={self.batch_shape}, event_shape={self.event_shape}"
+        return f"{type(self).__name__}({shapes})"
+
+
+class Independent(Distribution):
+    """A distribution whose rightmost k batch dimensions are event dimensions."""
+
+    def __init__(self, base, reinterpreted_batch_ndims, validate_args=None):
+        k = int(reinterpreted_batch_ndims)
+        if not 0 < k <= len(base.batch_shape):
+            raise ValueError(f"to_event({k}) on {base!r}: it has only "
+                             f"{len(base.batch_shape)} batch dimensions")
+        self.base = base
+        self.k = k
+        self.has_rsample = base.has_rsample
+        self.support = base.support
+        self.arg_constraints = base.arg_constraints
+        cut = len(base.batch_shape) - k
+        super().__init__(base.params, base.batch_shape[:cut],
+                         base.batch_shape[cut:] + base.event_shape, validate_args=False)
+
+    def _rebuild(self, params):
+        return Independent(self.base._rebuild(params), self.k)
+
+    def log_prob(self, value):
+        lp = self.base.log_prob(value)
+        return R.sum_(lp, axis=tuple(range(-self.k, 0)))
+
+    def noise(self, rng, shape=()):
+        return self.base.noise(rng, shape)
+
+    def path(self, noise):
+        return self.base.path(noise)
+
+    def _sample(self, rng, shape):
+        return self.base._sample(rng, shape)
+
+    @property
+    def mean(self):
+        return self.base.mean
+
+    @property
+    def variance(self):
+        return self.base.variance
+
+    def __repr__(self):
+        return f"Independent({self.base!r}, {self.k})"
+
+
+def broadcast_shape(*values):
+    """The broadcast of the (logical) shapes of plain or traced values."""
+    return np.broadcast_shapes(*[R.shape(v) for v in values])

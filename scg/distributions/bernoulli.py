@@ -1,0 +1,53 @@
+"""Bernoulli(probs=None, logits=None): a coin; no reparameterization path."""
+
+import numpy as np
+
+from ..core.tape import strip
+from ..numpy import rules as R
+from . import constraints
+from .base import Distribution, broadcast_shape
+
+
+class Bernoulli(Distribution):
+    """1 with probability `probs` (or sigmoid(`logits`)), else 0. Give exactly one of the two.
+
+    Example:
+        >>> scg.Bernoulli(probs=0.3).log_prob(1.0)   # log 0.3
+    """
+
+    arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
+    support = constraints.boolean
+    has_rsample = False
+
+    def __init__(self, probs=None, logits=None, validate_args=None):
+        if (probs is None) == (logits is None):
+            raise ValueError("Bernoulli: give exactly one of probs= or logits=")
+        if probs is not None:
+            self.probs, self.logits, given = probs, None, {"probs": probs}
+        else:
+            self.probs, self.logits, given = None, logits, {"logits": logits}
+        super().__init__(given, broadcast_shape(*given.values()), validate_args=validate_args)
+
+    def _probs(self):
+        return self.probs if self.probs is not None else R.sigmoid(self.logits)
+
+    def _sample(self, rng, shape):
+        p = np.asarray(strip(self._probs()), dtype=float)
+        return (rng.random(self._extended_shape(shape)) < p).astype(float)
+
+    def log_prob(self, value):
+        if self.logits is not None:
+            # log sigmoid(l) for 1 and log sigmoid(-l) for 0, without overflow
+            return -R.softplus(np.where(value == 1, -1.0, 1.0) * self.logits)
+        p = self.probs
+        return np.where(value == 1, np.log(np.where(value == 1, p, 1.0)),
+                        np.log1p(-np.where(value == 1, 0.0, p)))
+
+    @property
+    def mean(self):
+        return np.broadcast_to(self._probs(), self.batch_shape)
+
+    @property
+    def variance(self):
+        p = self._probs()
+        return np.broadcast_to(p * (1 - p), self.batch_shape)

@@ -1,0 +1,264 @@
+"""NumPy dispatch: plain numpy calls on traced values are routed to scg primitives.
+
+`UFUNCS` and `FUNCTIONS` map numpy callables to scg implementations; any
+tracer class gets the numpy protocol and Python operators from
+`install_array_methods`. A numpy function with no entry raises TypeError.
+"""
+
+import numpy as np
+
+from ..core.tape import strip
+from ..errors import TracingError
+from . import rules as R
+
+
+def _identity(x):
+    return x
+
+
+UFUNCS = {
+    np.add: R.add, np.subtract: R.subtract, np.multiply: R.multiply,
+    np.true_divide: R.divide, np.negative: R.negative, np.positive: _identity,
+    np.power: R.power, np.float_power: R.power, np.square: R.square, np.sqrt: R.sqrt,
+    np.reciprocal: lambda x: R.divide(1.0, x),
+    np.exp: R.exp, np.log: R.log, np.log1p: R.log1p, np.expm1: R.expm1,
+    np.absolute: R.abs_, np.fabs: R.abs_,
+    np.sin: R.sin, np.cos: R.cos, np.tan: R.tan, np.tanh: R.tanh, np.arctan: R.arctan,
+    np.sinh: R.sinh, np.cosh: R.cosh,
+    np.logaddexp: R.logaddexp, np.maximum: R.maximum, np.minimum: R.minimum,
+    np.matmul: R.matmul,
+    np.floor: R.floor, np.ceil: R.ceil, np.rint: R.rint, np.sign: R.sign,
+    np.greater: R.greater, np.greater_equal: R.greater_equal, np.less: R.less,
+    np.less_equal: R.less_equal, np.equal: R.equal, np.not_equal: R.not_equal,
+    np.logical_and: R.logical_and, np.logical_or: R.logical_or, np.logical_not: R.logical_not,
+    np.isfinite: R.isfinite, np.isnan: R.isnan, np.heaviside: R.heaviside,
+}
+
+
+def _reject(name, **given):
+    bad = [k for k, v in given.items() if v is not None and v is not False]
+    if bad:
+        raise TypeError(f"scg's np.{name} on traced values does not support {', '.join(bad)}=")
+
+
+def _axis(axis):
+    return tuple(axis) if isinstance(axis, list) else axis
+
+
+def _reduction(p, name):
+    def impl(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+        _reject(name, dtype=dtype, out=out, initial=initial, where=where)
+        return p(a, axis=_axis(axis), keepdims=bool(keepdims))
+    return impl
+
+
+def _var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
+    _reject("var", dtype=dtype, out=out, **kw)
+    axis = _axis(axis)
+    centered = R.subtract(a, R.mean(a, axis=axis, keepdims=True))
+    count = R._count(R.shape(a), axis)
+    total = R.sum_(R.square(centered), axis=axis, keepdims=bool(keepdims))
+    return R.divide(total, float(count - ddof))
+
+
+def _std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
+    return R.sqrt(_var(a, axis, dtype, out, ddof, keepdims, **kw))
+
+
+def _where(condition, x=None, y=None):
+    if x is None and y is None:
+        return np.nonzero(strip(condition))
+    return R.where(strip(condition), x, y)
+
+
+def _clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None, **kw):
+    _reject("clip", out=out, **kw)
+    lo = a_min if a_min is not None else min
+    hi = a_max if a_max is not None else max
+    return R.clip(a, lo, hi)
+
+
+def _reshape(a, shape=None, order="C", *, newshape=None, copy=None):
+    _reject("reshape", order=None if order == "C" else order, copy=copy)
+    shape = newshape if shape is None else shape
+    return R.reshape(a, (shape,) if isinstance(shape, int) else tuple(shape))
+
+
+def _transpose(a, axes=None):
+    return R.transpose(a, None if axes is None else tuple(axes))
+
+
+def _moveaxis(a, source, destination):
+    nd = R.ndim(a)
+    order = [i for i in range(nd) if i != source % nd]
+    order.insert(destination % nd, source % nd)
+    return R.transpose(a, tuple(order))
+
+
+def _concatenate(arrays, axis=0, out=None, **kw):
+    _reject("concatenate", out=out, **kw)
+    return R.concatenate(*arrays, axis=axis)
+
+
+def _stack(arrays, axis=0, out=None, **kw):
+    _reject("stack", out=out, **kw)
+    return R.stack(*arrays, axis=axis)
+
+
+def _expand_dims(a, axis):
+    return R.expand_dims(a, _axis(axis))
+
+
+def _squeeze(a, axis=None):
+    return R.squeeze(a, _axis(axis))
+
+
+def _broadcast_to(array, shape, subok=False):
+    return R.broadcast_to(array, (shape,) if isinstance(shape, int) else tuple(shape))
+
+
+def _round(a, decimals=0, out=None):
+    _reject("round", out=out)
+    if decimals:
+        scale = 10.0 ** decimals
+        return R.divide(R.rint(R.multiply(a, scale)), scale)
+    return R.rint(a)
+
+
+def _argext(p, name):
+    def impl(a, axis=None, out=None, *, keepdims=False):
+        _reject(name, out=out)
+        return p(a, axis=axis, keepdims=keepdims)
+    return impl
+
+
+def _take_along_axis(arr, indices, axis=-1):
+    return R.take_along_axis(arr, strip(indices), axis)
+
+
+def _einsum(subscripts, *operands, **kw):
+    _reject("einsum", **{k: v for k, v in kw.items() if k != "optimize"})
+    return R.einsum(subscripts, *operands)
+
+
+def _inspect(fn):
+    """Functions that only read values (shapes, tests): applied to the untraced values."""
+    def impl(*args, **kwargs):
+        return fn(*[strip(a) for a in args], **{k: strip(v) for k, v in kwargs.items()})
+    return impl
+
+
+FUNCTIONS = {
+    np.sum: _reduction(R.sum_, "sum"), np.mean: _reduction(R.mean, "mean"),
+    np.max: _reduction(R.max_, "max"), np.min: _reduction(R.min_, "min"),
+    np.amax: _reduction(R.max_, "max"), np.amin: _reduction(R.min_, "min"),
+    np.var: _var, np.std: _std,
+    np.where: _where, np.clip: _clip, np.dot: R.dot, np.einsum: _einsum,
+    np.reshape: _reshape, np.transpose: _transpose, np.swapaxes: R.swapaxes,
+    np.moveaxis: _moveaxis, np.concatenate: _concatenate, np.stack: _stack,
+    np.expand_dims: _expand_dims, np.squeeze: _squeeze, np.broadcast_to: _broadcast_to,
+    np.round: _round, np.around: _round,
+    np.argmax: _argext(R.argmax, "argmax"), np.argmin: _argext(R.argmin, "argmin"),
+    np.take_along_axis: _take_along_axis,
+    np.ravel: lambda a, order="C": R.reshape(a, (-1,)),
+    np.logaddexp: R.logaddexp,
+}
+FUNCTIONS[np.shape] = R.shape
+FUNCTIONS[np.ndim] = R.ndim
+FUNCTIONS[np.size] = lambda a, axis=None: int(np.prod(R.shape(a))) if axis is None else R.shape(a)[axis]
+FUNCTIONS[np.take] = lambda a, indices, axis=None, out=None, mode="raise": R.take(a, indices, axis)
+for _fn in (np.all, np.any, np.isclose, np.allclose,
+            np.zeros_like, np.ones_like, np.full_like, np.empty_like,
+            np.array_equal, np.nonzero, np.count_nonzero):
+    FUNCTIONS[_fn] = _inspect(_fn)
+
+
+def _no_rule(name):
+    return TypeError(
+        f"scg has no gradient rule for numpy function '{name}' and will not guess one; "
+        "use a supported function (see API.md section 1), wrap the code in "
+        "scg.blackbox, or apply scg.stop_gradient to its input")
+
+
+def array_ufunc(self, ufunc, method, *inputs, **kwargs):
+    if method != "__call__":
+        raise _no_rule(f"np.{ufunc.__name__}.{method}")
+    impl = UFUNCS.get(ufunc)
+    if impl is None:
+        raise _no_rule(f"np.{ufunc.__name__}")
+    if kwargs:
+        _reject(ufunc.__name__, **kwargs)
+    return impl(*inputs)
+
+
+def array_function(self, func, types, args, kwargs):
+    impl = FUNCTIONS.get(func)
+    if impl is None:
+        raise _no_rule(f"np.{func.__name__}")
+    return impl(*args, **kwargs)
+
+
+def install_array_methods(cls):
+    """Give a tracer class Python operators, array methods and the numpy protocols."""
+    methods = {
+        "__array_ufunc__": array_ufunc,
+        "__array_function__": array_function,
+        "__add__": lambda a, b: R.add(a, b), "__radd__": lambda a, b: R.add(b, a),
+        "__sub__": lambda a, b: R.subtract(a, b), "__rsub__": lambda a, b: R.subtract(b, a),
+        "__mul__": lambda a, b: R.multiply(a, b), "__rmul__": lambda a, b: R.multiply(b, a),
+        "__truediv__": lambda a, b: R.divide(a, b), "__rtruediv__": lambda a, b: R.divide(b, a),
+        "__pow__": lambda a, b: R.power(a, b), "__rpow__": lambda a, b: R.power(b, a),
+        "__matmul__": lambda a, b: R.matmul(a, b), "__rmatmul__": lambda a, b: R.matmul(b, a),
+        "__neg__": lambda a: R.negative(a), "__pos__": lambda a: a,
+        "__abs__": lambda a: R.abs_(a),
+        "__lt__": lambda a, b: R.less(a, b), "__le__": lambda a, b: R.less_equal(a, b),
+        "__gt__": lambda a, b: R.greater(a, b), "__ge__": lambda a, b: R.greater_equal(a, b),
+        "__eq__": lambda a, b: R.equal(a, b), "__ne__": lambda a, b: R.not_equal(a, b),
+        "__hash__": object.__hash__,
+        "__getitem__": lambda a, index: R.getitem(a, R._index_value(index)),
+        "__len__": lambda a: a.shape[0] if a.shape else _unsized(),
+        "__iter__": lambda a: (a[i] for i in range(len(a))),
+        "__float__": _no_conversion, "__int__": _no_conversion, "__index__": _no_conversion,
+        "__array__": _no_array,
+        "T": property(lambda a: R.transpose(a)),
+        "ndim": property(lambda a: len(a.shape)),
+        "size": property(lambda a: int(np.prod(a.shape))),
+        "reshape": lambda a, *shape, **kw: _reshape(
+            a, shape[0] if len(shape) == 1 else shape, **kw),
+        "transpose": lambda a, *axes: _transpose(a, axes[0] if len(axes) == 1 else axes or None),
+        "sum": lambda a, axis=None, keepdims=False: R.sum_(a, axis=_axis(axis), keepdims=keepdims),
+        "mean": lambda a, axis=None, keepdims=False: R.mean(a, axis=_axis(axis), keepdims=keepdims),
+        "max": lambda a, axis=None, keepdims=False: R.max_(a, axis=_axis(axis), keepdims=keepdims),
+        "min": lambda a, axis=None, keepdims=False: R.min_(a, axis=_axis(axis), keepdims=keepdims),
+        "var": lambda a, axis=None, ddof=0, keepdims=False: _var(a, axis, ddof=ddof,
+                                                                 keepdims=keepdims),
+        "std": lambda a, axis=None, ddof=0, keepdims=False: _std(a, axis, ddof=ddof,
+                                                                 keepdims=keepdims),
+        "squeeze": lambda a, axis=None: _squeeze(a, axis),
+        "ravel": lambda a: R.reshape(a, (-1,)),
+        "flatten": lambda a: R.reshape(a, (-1,)),
+        "dot": lambda a, b: R.dot(a, b),
+        "clip": lambda a, lo=None, hi=None: R.clip(a, lo, hi),
+        "argmax": lambda a, axis=None: R.argmax(a, axis=axis),
+        "argmin": lambda a, axis=None: R.argmin(a, axis=axis),
+    }
+    for name, fn in methods.items():
+        if name not in cls.__dict__:
+            setattr(cls, name, fn)
+
+
+def _unsized():
+    raise TypeError("len() of a 0-d traced value")
+
+
+def _no_conversion(self):
+    raise TracingError(
+        "converting a traced value to a Python number would drop its derivative; "
+        "use scg.stop_gradient(x) first if that is what you want")
+
+
+def _no_array(self, dtype=None, copy=None):
+    raise TracingError(
+        "a traced value cannot become a plain numpy array (np.asarray, np.array, or a "
+        "function outside scg's rules); use numpy functions on it directly, or "
+        "scg.stop_gradient(x) to take its value without derivative")

@@ -1,0 +1,469 @@
+"""Every primitive over numpy arrays and its gradient rule, grouped by section.
+
+Rules are written with the primitives of this module, so a rule applied to
+traced values is itself recorded and derivatives of any order follow.
+A rule has the signature (g, ans, *args, **kwargs) -> cotangent of one argument.
+"""
+
+import numpy as np
+
+from ..core.tape import Primitive, Tracer, defvjp, strip
+
+
+EW = "elementwise"
+
+
+def prim(name, fn, kind="smooth", doc=None, batch=None):
+    return Primitive(name, fn, kind, doc, batch)
+
+
+def shape(x):
+    """Shape of a plain or traced value (the logical shape of a per-sample value)."""
+    return x.shape if isinstance(x, Tracer) else np.shape(x)
+
+
+def ndim(x):
+    return len(shape(x))
+
+
+def unbroadcast(g, target_shape):
+    """Sum a cotangent of a broadcast result back to an input of `target_shape`."""
+    gshape = shape(g)
+    if gshape == tuple(target_shape):
+        return g
+    extra = len(gshape) - len(target_shape)
+    axes = tuple(range(extra)) + tuple(
+        i + extra for i, s in enumerate(target_shape) if s == 1 and gshape[i + extra] != 1
+    )
+    if axes:
+        g = sum_(g, axis=axes)
+    return reshape(g, tuple(target_shape))
+
+
+def _axes_tuple(axis, nd):
+    if axis is None:
+        return tuple(range(nd))
+    if isinstance(axis, int):
+        axis = (axis,)
+    return tuple(a % nd for a in axis) if nd else ()
+
+
+def _restore_reduced(g, x_shape, axis, keepdims):
+    """Broadcast the cotangent of a reduction back to the input's shape."""
+    if not keepdims:
+        axes = _axes_tuple(axis, len(x_shape))
+        g = reshape(g, tuple(1 if i in axes else s for i, s in enumerate(x_shape)))
+    return broadcast_to(g, x_shape)
+
+
+# ---------------------------------------------------------------- arithmetic
+add = prim("add", np.add, batch=EW)
+subtract = prim("subtract", np.subtract, batch=EW)
+multiply = prim("multiply", np.multiply, batch=EW)
+divide = prim("divide", np.true_divide, batch=EW)
+negative = prim("negative", np.negative, batch=EW)
+power = prim("power", np.power, batch=EW)
+
+defvjp(add, lambda g, ans, a, b: unbroadcast(g, shape(a)),
+       lambda g, ans, a, b: unbroadcast(g, shape(b)))
+defvjp(subtract, lambda g, ans, a, b: unbroadcast(g, shape(a)),
+       lambda g, ans, a, b: unbroadcast(negative(g), shape(b)))
+defvjp(multiply, lambda g, ans, a, b: unbroadcast(multiply(g, b), shape(a)),
+       lambda g, ans, a, b: unbroadcast(multiply(g, a), shape(b)))
+defvjp(divide, lambda g, ans, a, b: unbroadcast(divide(g, b), shape(a)),
+       lambda g, ans, a, b: unbroadcast(negative(multiply(g, divide(ans, b))), shape(b)))
+defvjp(negative, lambda g, ans, a: negative(g))
+
+
+def _power_base(g, ans, a, b):
+    if isinstance(b, (int, float)) and b == 2:
+        return unbroadcast(multiply(g, multiply(2.0, a)), shape(a))
+    return unbroadcast(multiply(g, multiply(b, power(a, subtract(b, 1)))), shape(a))
+
+
+def _power_exponent(g, ans, a, b):
+    safe_log = log(where(strip(a) > 0, a, 1.0))
+    return unbroadcast(multiply(g, multiply(ans, safe_log)), shape(b))
+
+
+defvjp(power, _power_base, _power_exponent)
+
+# ---------------------------------------------------------------- elementwise
+exp = prim("exp", np.exp, batch=EW)
+log = prim("log", np.log, batch=EW)
+log1p = prim("log1p", np.log1p, batch=EW)
+expm1 = prim("expm1", np.expm1, batch=EW)
+sqrt = prim("sqrt", np.sqrt, batch=EW)
+square = prim("square", np.square, batch=EW)
+abs_ = prim("abs", np.abs, batch=EW)
+sin = prim("sin", np.sin, batch=EW)
+cos = prim("cos", np.cos, batch=EW)
+tan = prim("tan", np.tan, batch=EW)
+tanh = prim("tanh", np.tanh, batch=EW)
+arctan = prim("arctan", np.arctan, batch=EW)
+sinh = prim("sinh", np.sinh, batch=EW)
+cosh = prim("cosh", np.cosh, batch=EW)
+logaddexp = prim("logaddexp", np.logaddexp, batch=EW)
+maximum = prim("maximum", np.maximum, batch=EW)
+minimum = prim("minimum", np.minimum, batch=EW)
+
+defvjp(exp, lambda g, ans, x: multiply(g, ans))
+defvjp(log, lambda g, ans, x: divide(g, x))
+defvjp(log1p, lambda g, ans, x: divide(g, add(1.0, x)))
+defvjp(expm1, lambda g, ans, x: multiply(g, add(ans, 1.0)))
+defvjp(sqrt, lambda g, ans, x: divide(multiply(0.5, g), ans))
+defvjp(square, lambda g, ans, x: multiply(g, multiply(2.0, x)))
+defvjp(abs_, lambda g, ans, x: multiply(g, sign(x)))
+defvjp(sin, lambda g, ans, x: multiply(g, cos(x)))
+defvjp(cos, lambda g, ans, x: negative(multiply(g, sin(x))))
+defvjp(tan, lambda g, ans, x: multiply(g, add(1.0, square(ans))))
+defvjp(tanh, lambda g, ans, x: multiply(g, subtract(1.0, square(ans))))
+defvjp(arctan, lambda g, ans, x: divide(g, add(1.0, square(x))))
+defvjp(sinh, lambda g, ans, x: multiply(g, cosh(x)))
+defvjp(cosh, lambda g, ans, x: multiply(g, sinh(x)))
+defvjp(logaddexp, lambda g, ans, a, b: unbroadcast(multiply(g, exp(subtract(a, ans))), shape(a)),
+       lambda g, ans, a, b: unbroadcast(multiply(g, exp(subtract(b, ans))), shape(b)))
+
+
+def _share(first, a, b):
+    """Where a wins (ties split evenly): the fraction of the cotangent a receives."""
+    a, b = strip(a), strip(b)
+    return np.where(a == b, 0.5, (a > b) if first else (a < b)).astype(float)
+
+
+defvjp(maximum, lambda g, ans, a, b: unbroadcast(multiply(g, _share(True, a, b)), shape(a)),
+       lambda g, ans, a, b: unbroadcast(multiply(g, _share(True, b, a)), shape(b)))
+defvjp(minimum, lambda g, ans, a, b: unbroadcast(multiply(g, _share(False, a, b)), shape(a)),
+       lambda g, ans, a, b: unbroadcast(multiply(g, _share(False, b, a)), shape(b)))
+
+# ---------------------------------------------------------------- jumps (derivative 0 a.e.)
+floor = prim("floor", np.floor, "jump", batch=EW)
+ceil = prim("ceil", np.ceil, "jump", batch=EW)
+rint = prim("round", np.round, "jump", batch=EW)
+sign = prim("sign", np.sign, "jump", batch=EW)
+greater = prim("greater", np.greater, "jump", batch=EW)
+greater_equal = prim("greater_equal", np.greater_equal, "jump", batch=EW)
+less = prim("less", np.less, "jump", batch=EW)
+less_equal = prim("less_equal", np.less_equal, "jump", batch=EW)
+equal = prim("equal", np.equal, "jump", batch=EW)
+not_equal = prim("not_equal", np.not_equal, "jump", batch=EW)
+argmax = prim("argmax", np.argmax, "jump")
+argmin = prim("argmin", np.argmin, "jump")
+logical_and = prim("logical_and", np.logical_and, "jump", batch=EW)
+logical_or = prim("logical_or", np.logical_or, "jump", batch=EW)
+logical_not = prim("logical_not", np.logical_not, "jump", batch=EW)
+isfinite = prim("isfinite", np.isfinite, "jump", batch=EW)
+isnan = prim("isnan", np.isnan, "jump", batch=EW)
+heaviside = prim("heaviside", np.heaviside, "jump", batch=EW)
+
+stop_gradient = prim("stop_gradient", lambda x: x, "cut", batch=EW, doc="""The value of x, through which no derivative flows.
+
+    Example:
+        >>> scg.grad(lambda x: x * scg.stop_gradient(x))(3.0)
+        array(3.)
+    """)
+
+# ---------------------------------------------------------------- selection
+where = prim("where", np.where, batch=EW)
+clip = prim("clip", np.clip, batch=EW)
+
+defvjp(where, None,
+       lambda g, ans, c, x, y: unbroadcast(where(c, g, 0.0), shape(x)),
+       lambda g, ans, c, x, y: unbroadcast(where(c, 0.0, g), shape(y)))
+
+
+def _clip_inside(x, lo, hi):
+    x = strip(x)
+    inside = np.ones(np.shape(x), dtype=bool)
+    if lo is not None:
+        inside &= x >= strip(lo)
+    if hi is not None:
+        inside &= x <= strip(hi)
+    return inside
+
+
+defvjp(clip, lambda g, ans, x, lo, hi: unbroadcast(where(_clip_inside(x, lo, hi), g, 0.0), shape(x)),
+       lambda g, ans, x, lo, hi: unbroadcast(where(strip(x) < strip(lo), g, 0.0), shape(lo)),
+       lambda g, ans, x, lo, hi: unbroadcast(where(strip(x) > strip(hi), g, 0.0), shape(hi)))
+
+# ---------------------------------------------------------------- reductions
+sum_ = prim("sum", np.sum)
+mean = prim("mean", np.mean)
+max_ = prim("max", np.max)
+min_ = prim("min", np.min)
+
+
+def _count(x_shape, axis):
+    return int(np.prod([x_shape[a] for a in _axes_tuple(axis, len(x_shape))]))
+
+
+def _extremum_vjp(g, ans, x, axis=None, keepdims=False):
+    x_shape = shape(x)
+    ans_full = strip(_restore_reduced(strip(ans), x_shape, axis, keepdims))
+    winners = (strip(x) == ans_full).astype(float)
+    winners /= np.sum(winners, axis=axis, keepdims=True)  # ties share the cotangent
+    return multiply(_restore_reduced(g, x_shape, axis, keepdims), winners)
+
+
+defvjp(sum_, lambda g, ans, x, axis=None, keepdims=False:
+       _restore_reduced(g, shape(x), axis, keepdims))
+defvjp(mean, lambda g, ans, x, axis=None, keepdims=False:
+       divide(_restore_reduced(g, shape(x), axis, keepdims), float(_count(shape(x), axis))))
+defvjp(max_, _extremum_vjp)
+defvjp(min_, _extremum_vjp)
+
+# ---------------------------------------------------------------- shapes
+reshape = prim("reshape", np.reshape)
+transpose = prim("transpose", np.transpose)
+swapaxes = prim("swapaxes", np.swapaxes)
+expand_dims = prim("expand_dims", np.expand_dims)
+squeeze = prim("squeeze", np.squeeze)
+broadcast_to = prim("broadcast_to", np.broadcast_to)
+
+defvjp(reshape, lambda g, ans, x, newshape: reshape(g, shape(x)))
+defvjp(transpose, lambda g, ans, x, axes=None:
+       transpose(g, None if axes is None else tuple(np.argsort([a % len(axes) for a in axes]))))
+defvjp(swapaxes, lambda g, ans, x, a, b: swapaxes(g, a, b))
+defvjp(expand_dims, lambda g, ans, x, axis: reshape(g, shape(x)))
+defvjp(squeeze, lambda g, ans, x, axis=None: reshape(g, shape(x)))
+defvjp(broadcast_to, lambda g, ans, x, target: unbroadcast(g, shape(x)))
+
+
+def _concatenate(*arrays, axis=0):
+    return np.concatenate(arrays, axis=axis)
+
+
+def _stack(*arrays, axis=0):
+    return np.stack(arrays, axis=axis)
+
+
+concatenate = prim("concatenate", _concatenate)
+stack = prim("stack", _stack)
+
+
+def _concat_piece(i):
+    def rule(g, ans, *arrays, axis=0):
+        ax = axis % len(shape(ans))
+        start = sum(shape(a)[ax] for a in arrays[:i])
+        index = (slice(None),) * ax + (slice(start, start + shape(arrays[i])[ax]),)
+        return getitem(g, index)
+    return rule
+
+
+def _stack_piece(i):
+    def rule(g, ans, *arrays, axis=0):
+        ax = axis % len(shape(ans))
+        return getitem(g, (slice(None),) * ax + (i,))
+    return rule
+
+
+class _VariadicRules(dict):
+    """VJP table for primitives with any number of array arguments."""
+
+    def __init__(self, make):
+        super().__init__()
+        self.make = make
+
+    def __contains__(self, i):
+        return True
+
+    def __missing__(self, i):
+        self[i] = rule = self.make(i)
+        return rule
+
+
+concatenate.vjps = _VariadicRules(_concat_piece)
+stack.vjps = _VariadicRules(_stack_piece)
+
+# ---------------------------------------------------------------- indexing
+
+
+def _index_value(index):
+    if isinstance(index, tuple):
+        return tuple(strip(i) for i in index)
+    return strip(index)
+
+
+def _untake(g, index, x_shape):
+    out = np.zeros(x_shape, dtype=np.result_type(g, float))
+    np.add.at(out, index, g)
+    return out
+
+
+getitem = prim("getitem", lambda x, index: x[index])
+
+
+def take(x, indices, axis=None):
+    """np.take as indexing, so that its gradient and batching are those of getitem."""
+    if axis is None:
+        return getitem(reshape(x, (-1,)), (indices,))
+    return getitem(x, (slice(None),) * (axis % ndim(x)) + (indices,))
+untake = prim("untake", _untake)
+take_along_axis = prim("take_along_axis", np.take_along_axis)
+
+
+def _put_along_axis_add(g, indices, x_shape, axis):
+    out = np.zeros(x_shape, dtype=np.result_type(g, float))
+    grid = list(np.ix_(*[np.arange(s) for s in np.shape(g)]))
+    grid[axis % len(x_shape)] = np.broadcast_to(indices, np.shape(g))
+    np.add.at(out, tuple(grid), g)
+    return out
+
+
+put_along_axis_add = prim("put_along_axis_add", _put_along_axis_add)
+
+defvjp(getitem, lambda g, ans, x, index: untake(g, index, shape(x)))
+defvjp(untake, lambda g, ans, y, index, x_shape: getitem(g, index))
+defvjp(take_along_axis, lambda g, ans, x, indices, axis:
+       put_along_axis_add(g, indices, shape(x), axis))
+defvjp(put_along_axis_add, lambda g, ans, y, indices, x_shape, axis:
+       take_along_axis(g, indices, axis))
+
+# ---------------------------------------------------------------- linear algebra
+matmul = prim("matmul", np.matmul)
+
+
+def _matmul_a(g, ans, a, b):
+    if ndim(b) == 1:
+        if ndim(a) == 1:
+            return multiply(g, b)
+        return unbroadcast(multiply(expand_dims(g, -1), b), shape(a))
+    if ndim(a) == 1:
+        return unbroadcast(squeeze(matmul(b, expand_dims(g, -1)), -1), shape(a))
+    return unbroadcast(matmul(g, swapaxes(b, -1, -2)), shape(a))
+
+
+def _matmul_b(g, ans, a, b):
+    if ndim(a) == 1:
+        if ndim(b) == 1:
+            return multiply(g, a)
+        return unbroadcast(multiply(expand_dims(a, -1), expand_dims(g, -2)), shape(b))
+    if ndim(b) == 1:
+        return unbroadcast(squeeze(matmul(swapaxes(a, -1, -2), expand_dims(g, -1)), -1), shape(b))
+    return unbroadcast(matmul(swapaxes(a, -1, -2), g), shape(b))
+
+
+defvjp(matmul, _matmul_a, _matmul_b)
+
+
+def dot(a, b):
+    """np.dot for the cases that are matrix products or scalings."""
+    if ndim(a) == 0 or ndim(b) == 0:
+        return multiply(a, b)
+    if ndim(a) <= 2 and ndim(b) <= 2:
+        return matmul(a, b)
+    raise TypeError("scg supports np.dot of arrays with at most 2 dimensions; "
+                    "use np.matmul or np.einsum for higher ranks")
+
+
+def _parse_einsum(subscripts, shapes):
+    """Explicit subscripts with '...' replaced by spare letters: (input_subs, output_sub)."""
+    subscripts = subscripts.replace(" ", "")
+    if "->" in subscripts:
+        ins, out = subscripts.split("->")
+    else:
+        ins, out = subscripts, None
+    ins = ins.split(",")
+    used = set(subscripts) - set(".,->")
+    spare = [c for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ" if c not in used]
+    n_ell = max((len(s) - (len(i) - 3) for i, s in zip(ins, shapes) if "..." in i), default=0)
+    ell = "".join(spare[:n_ell])
+    parsed = []
+    for i, s in zip(ins, shapes):
+        if "..." in i:
+            k = len(s) - (len(i) - 3)
+            i = i.replace("...", ell[n_ell - k:] if k else "")
+        parsed.append(i)
+    if out is None:
+        letters = "".join(parsed)
+        out = ell + "".join(sorted(c for c in set(letters) - set(ell) if letters.count(c) == 1))
+    else:
+        out = out.replace("...", ell)
+    return parsed, out
+
+
+def _einsum(subscripts, *operands):
+    return np.einsum(subscripts, *operands)
+
+
+einsum = prim("einsum", _einsum)
+
+
+def _einsum_piece(i):
+    def rule(g, ans, subscripts, *operands):
+        ins, out = _parse_einsum(subscripts, [shape(o) for o in operands])
+        target = ins[i - 1]
+        if len(set(target)) != len(target):
+            raise TypeError("scg cannot differentiate np.einsum with a repeated index "
+                            f"within one operand ({subscripts!r}); take the diagonal explicitly")
+        others = [(s, o) for j, (s, o) in enumerate(zip(ins, operands)) if j != i - 1]
+        subs = [out] + [s for s, _ in others]
+        args = [g] + [o for _, o in others]
+        if set(target) - set("".join(subs)):  # an index summed in this operand only
+            subs.append(target)
+            args.append(np.ones(shape(operands[i - 1])))
+        return einsum(",".join(subs) + "->" + target, *args)
+    return rule
+
+
+class _EinsumRules(_VariadicRules):
+    """Argument 0 is the subscripts string, which has no derivative."""
+
+    def __contains__(self, i):
+        return i > 0
+
+
+einsum.vjps = _EinsumRules(_einsum_piece)
+
+# ---------------------------------------------------------------- stable helpers
+
+
+def _sigmoid(x):
+    x = np.asarray(x, dtype=float)
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+
+
+def _softplus(x):
+    return np.logaddexp(0.0, x)
+
+
+def _relu(x):
+    return np.maximum(x, 0.0)
+
+
+def _logsumexp(x, axis=None, keepdims=False):
+    x = np.asarray(x, dtype=float)
+    m = np.max(x, axis=axis, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0.0)
+    out = np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True)) + m
+    return out if keepdims else np.squeeze(out, axis=axis) if axis is not None else out.reshape(())
+
+
+def _log_softmax(x, axis=-1):
+    return x - _logsumexp(x, axis=axis, keepdims=True)
+
+
+def _softmax(x, axis=-1):
+    return np.exp(_log_softmax(x, axis=axis))
+
+
+sigmoid = prim("sigmoid", _sigmoid, doc="1 / (1 + exp(-x)), finite and without overflow for any x.", batch=EW)
+softplus = prim("softplus", _softplus, doc="log(1 + exp(x)), computed stably.", batch=EW)
+relu = prim("relu", _relu, doc="max(x, 0); its derivative at 0 is taken as 0.", batch=EW)
+logsumexp = prim("logsumexp", _logsumexp,
+                 doc="log(sum(exp(x), axis)), shifted by the maximum; keyword axis, keepdims.")
+softmax = prim("softmax", _softmax, doc="exp(x) / sum(exp(x), axis), stably; keyword axis=-1.")
+log_softmax = prim("log_softmax", _log_softmax,
+                   doc="x - logsumexp(x, axis), stably; keyword axis=-1.")
+
+defvjp(sigmoid, lambda g, ans, x: multiply(g, multiply(ans, subtract(1.0, ans))))
+defvjp(softplus, lambda g, ans, x: multiply(g, sigmoid(x)))
+defvjp(relu, lambda g, ans, x: multiply(g, strip(x) > 0))
+defvjp(logsumexp, lambda g, ans, x, axis=None, keepdims=False:
+       multiply(_restore_reduced(g, shape(x), axis, keepdims),
+                exp(subtract(x, _restore_reduced(ans, shape(x), axis, keepdims)))))
+defvjp(softmax, lambda g, ans, x, axis=-1:
+       multiply(ans, subtract(g, sum_(multiply(g, ans), axis=axis, keepdims=True))))
+defvjp(log_softmax, lambda g, ans, x, axis=-1:
+       subtract(g, multiply(exp(ans), sum_(g, axis=axis, keepdims=True))))
