@@ -1,12 +1,14 @@
 """scg: gradients of expectations through stochastic computation graphs."""
 
 from . import numpy as _numpy_rules  # noqa: F401  (installs numpy dispatch on traced values)
+from . import distributions
 from .core.api import grad, hessian, jacobian, value_and_grad
+from .distributions import *  # noqa: F401,F403  (every family: scg.Normal, scg.Bernoulli, ...)
 from .errors import BiasWarning, EstimatorError, NoGradientPathError, TracingError
 from .numpy.rules import (log_softmax, logsumexp, relu, sigmoid, softmax, softplus,
                           stop_gradient)
 
-__all__ = [
+__all__ = list(distributions.__all__) + [
     "grad", "value_and_grad", "jacobian", "hessian", "stop_gradient",
     "sigmoid", "softplus", "relu", "logsumexp", "softmax", "log_softmax",
     "TracingError", "EstimatorError", "NoGradientPathError", "BiasWarning",
