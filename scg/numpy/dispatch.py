@@ -68,7 +68,7 @@ def _std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
 def _where(condition, x=None, y=None):
     if x is None and y is None:
         return np.nonzero(strip(condition))
-    return R.where(strip(condition), x, y)
+    return R.where(condition, x, y)
 
 
 def _clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None, **kw):
@@ -133,7 +133,7 @@ def _argext(p, name):
 
 
 def _take_along_axis(arr, indices, axis=-1):
-    return R.take_along_axis(arr, strip(indices), axis)
+    return R.take_along_axis(arr, indices, axis)
 
 
 def _einsum(subscripts, *operands, **kw):
@@ -215,9 +215,10 @@ def install_array_methods(cls):
         "__gt__": lambda a, b: R.greater(a, b), "__ge__": lambda a, b: R.greater_equal(a, b),
         "__eq__": lambda a, b: R.equal(a, b), "__ne__": lambda a, b: R.not_equal(a, b),
         "__hash__": object.__hash__,
-        "__getitem__": lambda a, index: R.getitem(a, R._index_value(index)),
+        "__getitem__": lambda a, index: R.index(a, index),
         "__len__": lambda a: a.shape[0] if a.shape else _unsized(),
         "__iter__": lambda a: (a[i] for i in range(len(a))),
+        "__bool__": lambda a: bool(strip(a)),
         "__float__": _no_conversion, "__int__": _no_conversion, "__index__": _no_conversion,
         "__array__": _no_array,
         "T": property(lambda a: R.transpose(a)),

@@ -7,7 +7,7 @@ A rule has the signature (g, ans, *args, **kwargs) -> cotangent of one argument.
 
 import numpy as np
 
-from ..core.tape import Primitive, Tracer, defvjp, strip
+from ..core.tape import Box, Primitive, Tracer, defvjp, strip
 
 
 EW = "elementwise"
@@ -278,10 +278,35 @@ stack.vjps = _VariadicRules(_stack_piece)
 # ---------------------------------------------------------------- indexing
 
 
-def _index_value(index):
-    if isinstance(index, tuple):
-        return tuple(strip(i) for i in index)
-    return strip(index)
+def _unbox(x):
+    while isinstance(x, Box):
+        x = x.value
+    return x
+
+
+class _Slot:
+    """Marks where a traced index array goes in a `gather` index template."""
+
+    def __repr__(self):
+        return "<slot>"
+
+
+SLOT = _Slot()
+
+
+def _fill(template, arrays):
+    it = iter(arrays)
+    return tuple(next(it) if t is SLOT else t for t in template)
+
+
+def index(x, idx):
+    """x[idx] for any index; traced index arrays (per-sample draws) become arguments of
+    `gather`, so that the tracers that carry them see the call."""
+    idx = tuple(_unbox(i) for i in idx) if isinstance(idx, tuple) else (_unbox(idx),)
+    if not any(isinstance(i, Tracer) for i in idx):
+        return getitem(x, idx)
+    template = tuple(SLOT if isinstance(i, Tracer) else i for i in idx)
+    return gather(x, template, *[i for i in idx if isinstance(i, Tracer)])
 
 
 def _untake(g, index, x_shape):
@@ -291,13 +316,14 @@ def _untake(g, index, x_shape):
 
 
 getitem = prim("getitem", lambda x, index: x[index])
+gather = prim("gather", lambda x, template, *arrays: x[_fill(template, arrays)])
 
 
 def take(x, indices, axis=None):
     """np.take as indexing, so that its gradient and batching are those of getitem."""
     if axis is None:
-        return getitem(reshape(x, (-1,)), (indices,))
-    return getitem(x, (slice(None),) * (axis % ndim(x)) + (indices,))
+        return index(reshape(x, (-1,)), (indices,))
+    return index(x, (slice(None),) * (axis % ndim(x)) + (indices,))
 untake = prim("untake", _untake)
 take_along_axis = prim("take_along_axis", np.take_along_axis)
 
@@ -314,6 +340,7 @@ put_along_axis_add = prim("put_along_axis_add", _put_along_axis_add)
 
 defvjp(getitem, lambda g, ans, x, index: untake(g, index, shape(x)))
 defvjp(untake, lambda g, ans, y, index, x_shape: getitem(g, index))
+defvjp(gather, lambda g, ans, x, template, *arrays: untake(g, _fill(template, arrays), shape(x)))
 defvjp(take_along_axis, lambda g, ans, x, indices, axis:
        put_along_axis_add(g, indices, shape(x), axis))
 defvjp(put_along_axis_add, lambda g, ans, y, indices, x_shape, axis:
