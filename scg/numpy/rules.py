@@ -176,9 +176,9 @@ def _clip_inside(x, lo, hi):
     x = strip(x)
     inside = np.ones(np.shape(x), dtype=bool)
     if lo is not None:
-        inside &= x >= strip(lo)
+        inside = inside & (x >= strip(lo))  # not in place: the bounds may broadcast x
     if hi is not None:
-        inside &= x <= strip(hi)
+        inside = inside & (x <= strip(hi))
     return inside
 
 
@@ -429,7 +429,8 @@ def _einsum_piece(i):
         if set(target) - set("".join(subs)):  # an index summed in this operand only
             subs.append(target)
             args.append(np.ones(shape(operands[i - 1])))
-        return einsum(",".join(subs) + "->" + target, *args)
+        # Size-1 dimensions of this operand may have been broadcast: sum them back.
+        return unbroadcast(einsum(",".join(subs) + "->" + target, *args), shape(operands[i - 1]))
     return rule
 
 
