@@ -5,11 +5,17 @@ from . import distributions
 from .core.api import grad, hessian, jacobian, value_and_grad
 from .distributions import *  # noqa: F401,F403  (every family: scg.Normal, scg.Bernoulli, ...)
 from .errors import BiasWarning, EstimatorError, NoGradientPathError, TracingError
+from .estimators import Pathwise, Score, baselines
+from .stochastic.expectation import Expectation, GradSamples, expectation, grad_samples, trace
+from .stochastic.sites import blackbox, cost, plate, sample
+from .stochastic.trace import Trace
 from .numpy.rules import (log_softmax, logsumexp, relu, sigmoid, softmax, softplus,
                           stop_gradient)
 
 __all__ = list(distributions.__all__) + [
     "grad", "value_and_grad", "jacobian", "hessian", "stop_gradient",
     "sigmoid", "softplus", "relu", "logsumexp", "softmax", "log_softmax",
+    "sample", "cost", "plate", "blackbox", "expectation", "grad_samples", "trace",
+    "Expectation", "GradSamples", "Trace", "Pathwise", "Score", "baselines",
     "TracingError", "EstimatorError", "NoGradientPathError", "BiasWarning",
 ]

@@ -103,6 +103,9 @@ def value_and_grad(fun, argnums=0, *, allow_unused=False):
             else:
                 grads = [None] * len(traced.roots())
         _check_reached(grads, traced, fun, allow_unused)
+        check = getattr(fun, "check_gradient", None)
+        if check is not None:
+            check(grads, traced.names(), traced.roots())
         flat = [_finish(g, s) for g, s in zip(grads, traced.shapes())]
         if not isinstance(value, Tracer):
             value = float(np.reshape(value, ()))

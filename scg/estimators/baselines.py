@@ -1,0 +1,126 @@
+"""Baselines for score-function estimators: one small interface, one class each.
+
+A baseline sees `q`, the downstream costs of a site for every draw and element
+(shape (n, *elements)), and returns the value b that each draw's cost is
+compared with: the score term is grad log p(w) * (q - b). It is unbiased when
+b does not depend on the draw it is compared with. `state` is a dict owned by
+the expectation for this site, so a baseline written inline in a model keeps
+its memory across calls.
+"""
+
+import warnings
+
+import numpy as np
+
+from ..errors import BiasWarning, EstimatorError
+
+
+class Baseline:
+    """Interface: `value(q, state)` gives b; `update(q, state)` runs after each call."""
+
+    biased = False
+
+    def value(self, q, state):
+        raise NotImplementedError
+
+    def update(self, q, state):
+        pass
+
+    def describe(self):
+        return type(self).__name__
+
+
+class Constant(Baseline):
+    """A fixed number b, the same for every draw: unbiased."""
+
+    def __init__(self, b):
+        self.b = float(b)
+
+    def value(self, q, state):
+        return self.b
+
+    def describe(self):
+        return f"the constant {self.b:g}"
+
+
+class LeaveOneOut(Baseline):
+    """For draw i, the mean of the other n - 1 draws' costs: unbiased, needs n > 1."""
+
+    def value(self, q, state):
+        n = q.shape[0]
+        if n < 2:
+            raise EstimatorError("the leave-one-out baseline needs n > 1 draws; "
+                                 "raise n or use scg.baselines.MovingAverage()")
+        return (np.sum(q, axis=0, keepdims=True) - q) / (n - 1)
+
+    def describe(self):
+        return "leave-one-out: the mean of the other n - 1 draws"
+
+
+class MovingAverage(Baseline):
+    """An exponential moving average of past calls' mean costs: unbiased even at n = 1.
+
+    The average is kept per site and per element inside the expectation, corrected for its
+    start at zero, and updated after each call, so the current draws never enter the value
+    they are compared with. It restarts when the site's element shape changes.
+
+    Args:
+        decay: weight of the past, in [0, 1).
+    """
+
+    def __init__(self, decay=0.9):
+        if not 0.0 <= decay < 1.0:
+            raise ValueError(f"MovingAverage: decay must be in [0, 1), got {decay}")
+        self.decay = float(decay)
+
+    def value(self, q, state):
+        avg = state.get("avg")
+        if avg is None or avg.shape != q.shape[1:]:
+            return 0.0
+        return avg / (1.0 - self.decay ** state["count"])
+
+    def update(self, q, state):
+        avg = state.get("avg")
+        if avg is None or avg.shape != q.shape[1:]:
+            avg, state["count"] = np.zeros(q.shape[1:]), 0
+        state["avg"] = self.decay * avg + (1.0 - self.decay) * np.mean(q, axis=0)
+        state["count"] += 1
+
+    def describe(self):
+        return f"moving average of past calls (decay {self.decay:g})"
+
+
+class Mean(Baseline):
+    """The mean of all n draws, including the draw itself: biased by the factor (n - 1) / n.
+
+    Allowed because it is common (group-mean baselines), but it emits `scg.BiasWarning`.
+    """
+
+    biased = True
+
+    def value(self, q, state):
+        n = q.shape[0]
+        warnings.warn(f"the batch-mean baseline includes each draw in its own baseline: the "
+                      f"gradient is scaled by (n - 1) / n = {(n - 1) / n:.4g}; use 'loo' for "
+                      "an unbiased estimate", BiasWarning, stacklevel=2)
+        return np.mean(q, axis=0, keepdims=True)
+
+    def describe(self):
+        return "the mean of all n draws, including the draw itself (biased)"
+
+
+def as_baseline(spec):
+    """A Baseline from None, a number, 'loo', 'mean', or a Baseline object."""
+    if spec is None or isinstance(spec, Baseline):
+        return spec
+    if isinstance(spec, str):
+        named = {"loo": LeaveOneOut, "leave-one-out": LeaveOneOut, "mean": Mean,
+                 "moving_average": MovingAverage}
+        if spec in named:
+            return named[spec]()
+        raise ValueError(f"unknown baseline {spec!r}; use None, a number, 'loo', 'mean' or "
+                         "a scg.baselines object")
+    if isinstance(spec, (int, float, np.floating, np.integer)):
+        return Constant(spec)
+    raise TypeError(f"a baseline is None, a number, 'loo', 'mean' or a scg.baselines.Baseline, "
+                    f"got {type(spec).__name__}")

@@ -1,0 +1,1 @@
+"""Stochastic computation graphs: sites, per-sample values, traces, surrogates, expectations."""

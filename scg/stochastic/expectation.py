@@ -1,0 +1,237 @@
+"""Expectations of models: their Monte Carlo value, gradient estimates, per-sample gradients."""
+
+import numpy as np
+
+from ..core import pytree
+from ..core.api import _Traced
+from ..core.tape import Box, Tracer, backward, new_level, new_root, strip
+from ..errors import NoGradientPathError
+from .persample import NO_DEPS, PerSample
+from .surrogate import surrogate
+from .trace import run_model
+
+
+def _generator(seed):
+    if isinstance(seed, np.random.Generator):
+        return seed
+    if seed is None or isinstance(seed, (int, np.integer)):
+        return np.random.default_rng(seed)
+    raise TypeError(f"seed must be an int, a numpy.random.Generator or None, got {seed!r}")
+
+
+class Expectation:
+    """E[sum of the model's costs] over its random draws, estimated with n draws per call.
+
+    Calling it returns the Monte Carlo estimate. Under `scg.grad`, `scg.value_and_grad`,
+    `scg.jacobian` or `scg.hessian` it returns the surrogate objective, whose derivatives
+    are unbiased estimates of the expectation's derivatives. Use `scg.expectation` to make one.
+    """
+
+    requires_gradient_path = True
+
+    def __init__(self, model, n=1, seed=None):
+        if not callable(model):
+            raise TypeError(f"model must be callable, got {type(model).__name__}")
+        if not isinstance(n, (int, np.integer)) or n < 1:
+            raise ValueError(f"n must be a positive int (the number of draws), got {n!r}")
+        self.model = model
+        self.n = int(n)
+        self.rng = _generator(seed)
+        self._decisions = {}
+        self._reasons = {}
+        self._baseline_state = {}
+        self.__name__ = getattr(model, "__name__", "expectation")
+        self.__doc__ = getattr(model, "__doc__", None)
+        self.last_trace = None
+
+    def __call__(self, *args, **kwargs):
+        return self._objective(args, kwargs)
+
+    def _objective(self, args, kwargs, wrap_args=None):
+        traced = wrap_args is not None or any(
+            isinstance(leaf, Tracer) for leaf in pytree.flatten(list(args))[0])
+        build = (lambda t: surrogate(t, self._baseline_state)) if traced else _plain_mean
+        trace, (objective, updates) = run_model(
+            self.model, args, kwargs, n=self.n, rng=self.rng, decisions=self._decisions,
+            reasons=self._reasons, wrap_args=wrap_args, build=build)
+        for baseline, q, state in updates:
+            baseline.update(q, state)
+        self.last_trace = trace
+        return objective
+
+    def no_path_message(self, name):
+        return (f"no cost of the model depends on {name}: not through a sampling path, a "
+                "score term, nor directly, so its gradient is not defined by this model. "
+                "Likely causes: a scg.stop_gradient (the .detach() of PyTorch) between it and "
+                "the distribution it parameterizes, or a value computed outside scg (a plain "
+                "numpy array made from it) so that scg could not follow it. Pass "
+                "allow_unused=True to get zeros instead")
+
+    def check_gradient(self, grads, names, roots):
+        """Raise FloatingPointError naming the site or cost behind a non-finite gradient."""
+        bad = [name for g, name in zip(grads, names)
+               if g is not None and not np.all(np.isfinite(strip(g)))]
+        if bad:
+            raise FloatingPointError(f"the gradient estimate for {bad[0]} is not finite; it "
+                                     f"comes from {self._culprit(roots)}")
+
+    def _culprit(self, roots):
+        t = self.last_trace
+        parts = [(f"the log-probability of site {s.name!r}", s._log_prob)
+                 for s in t.sites.values()]
+        parts += [(f"the sampling path of site {s.name!r}", s.value.value)
+                  for s in t.sites.values()]
+        parts += [(f"cost {c.name!r}", getattr(c.value, "value", c.value))
+                  for c in t.cost_sites.values()]
+        for what, x in parts:
+            if isinstance(x, Box):
+                gs = backward(x.node, np.ones(np.shape(x.value)), roots)
+                if any(g is not None and not np.all(np.isfinite(strip(g))) for g in gs):
+                    return what
+        return "the combination of the terms (each is finite alone)"
+
+    def __repr__(self):
+        return f"Expectation({self.__name__}, n={self.n})"
+
+
+def _plain_mean(trace):
+    """The Monte Carlo estimate when nothing is differentiated: the mean total cost."""
+    total = sum(trace.costs.values()) if trace.cost_sites else np.zeros(trace.n)
+    return float(np.mean(total)), []
+
+
+def expectation(model, n=1, seed=None):
+    """The expectation of a model's total cost, estimated with `n` draws per call.
+
+    Args:
+        model: a function written for one draw; it calls scg.sample / scg.cost and may
+            return a cost. Its positional arguments pass through (`E(theta, data)`).
+        n: number of draws per evaluation.
+        seed: an int (the expectation owns a generator seeded once; each call draws fresh
+            samples), a numpy Generator (shared), or None.
+    Returns:
+        An `Expectation`, to call or to pass to scg.grad, scg.value_and_grad,
+        scg.grad_samples, scg.hessian.
+
+    Example:
+        >>> E = scg.expectation(lambda mu: scg.sample("x", scg.Normal(mu, 1.0)) ** 2,
+        ...                     n=10_000, seed=0)
+        >>> scg.grad(E)(2.0)   # about 4
+    """
+    return Expectation(model, n, seed)
+
+
+class GradSamples:
+    """Per-draw gradient estimates: `.samples` (leaves of shape (n, *leaf.shape)),
+    `.mean` (the estimate of scg.grad for the same draws), `.var` (ddof=1), `.stderr`, `.n`."""
+
+    def __init__(self, samples, n):
+        self.samples = samples
+        self.n = n
+
+    @property
+    def mean(self):
+        return pytree.tree_map(lambda s: np.mean(s, axis=0), self.samples)
+
+    @property
+    def var(self):
+        return pytree.tree_map(lambda s: np.var(s, axis=0, ddof=1) if self.n > 1 else
+                               np.full(s.shape[1:], np.nan), self.samples)
+
+    @property
+    def stderr(self):
+        return pytree.tree_map(lambda v: np.sqrt(v / self.n), self.var)
+
+    def __repr__(self):
+        return f"GradSamples(n={self.n}, mean={self.mean!r}, stderr={self.stderr!r})"
+
+
+def grad_samples(E, argnums=0, *, allow_unused=False):
+    """Per-draw gradient estimates of an expectation, computed in one vectorized pass.
+
+    Each differentiated argument is copied once per draw, so one backward pass gives the
+    gradient of every draw's term of the surrogate.
+
+    Returns:
+        A function returning a `GradSamples`.
+
+    Example:
+        >>> gs = scg.grad_samples(E)(2.0)
+        >>> gs.mean, gs.var, gs.stderr
+    """
+    if not isinstance(E, Expectation):
+        raise TypeError("scg.grad_samples takes an expectation made by scg.expectation")
+
+    def grad_samples_fun(*args, **kwargs):
+        n = E.n
+        with new_level() as level:
+            traced = _Traced(args, argnums, level)
+            copies = [new_root(np.broadcast_to(r.value, (n,) + np.shape(r.value)), level)
+                      for r in _roots(traced)]
+            positions = _root_positions(traced)
+
+            def per_draw_args(call_args, batch_level):
+                call_args = list(call_args)
+                for (i, treedef, k0, count) in positions:
+                    leaves = [PerSample(c, batch_level, NO_DEPS) for c in copies[k0:k0 + count]]
+                    call_args[i] = pytree.unflatten(treedef, leaves)
+                return call_args
+
+            objective = E._objective(traced.args, kwargs, wrap_args=per_draw_args)
+            if isinstance(objective, Box) and objective.level == level:
+                grads = backward(objective.node, np.ones(()), [c.node for c in copies])
+            else:
+                grads = [None] * len(copies)
+        names = traced.names()
+        flat = []
+        for g, c, name in zip(grads, copies, names):
+            if g is None:
+                if not allow_unused:
+                    raise NoGradientPathError(E.no_path_message(name))
+                g = np.zeros(np.shape(c.value))
+            flat.append(np.asarray(strip(g), dtype=float) * n)
+        return GradSamples(traced.rebuild(flat), n)
+
+    return grad_samples_fun
+
+
+def _roots(traced):
+    return [r for _, _, roots in traced.parts for r in roots]
+
+
+def _root_positions(traced):
+    out, k = [], 0
+    for i, (treedef, paths, _) in zip(traced.argnums, traced.parts):
+        out.append((i, treedef, k, len(paths)))
+        k += len(paths)
+    return out
+
+
+def trace(model, *args, n=1, seed=None, **kwargs):
+    """Run a model once with n draws and return its `Trace`, with the graph recorded.
+
+    The positional arguments are the model's; floats and arrays among them (and in nested
+    dicts, lists, tuples) are treated as parameters, so the graph shows what depends on them.
+
+    Example:
+        >>> t = scg.trace(model, theta, n=4, seed=0)
+        >>> print(t.explain())
+    """
+    rng = _generator(seed)
+    with new_level() as level:
+        boxed, names = [], {}
+        for i, a in enumerate(args):
+            leaves, treedef, paths = pytree.flatten(a)
+            roots = []
+            for leaf, path in zip(leaves, paths):
+                if isinstance(leaf, (int, float, np.ndarray, np.generic)) and \
+                        np.asarray(leaf).dtype.kind == "f":
+                    r = new_root(np.asarray(leaf, dtype=float), level)
+                    names[r.node] = f"arg{i}{path}"
+                    roots.append(r)
+                else:
+                    roots.append(leaf)
+            boxed.append(pytree.unflatten(treedef, roots))
+        t, _ = run_model(model, tuple(boxed), kwargs, n=n, rng=rng, decisions={}, reasons={},
+                         record=True, param_names=names)
+    return t

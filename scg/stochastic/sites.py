@@ -1,0 +1,295 @@
+"""What a model calls: scg.sample, scg.cost, scg.plate and scg.blackbox.
+
+Each call records a site in the `Trace` of the model run in progress (the top
+of `_RUNS`); outside a model they raise a clear error.
+"""
+
+import functools
+import warnings
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..core.tape import Box, strip
+from ..distributions.base import Distribution, Independent
+from ..errors import BiasWarning, EstimatorError, TracingError
+from ..estimators import Pathwise, Score, as_estimator
+from ..estimators.baselines import LeaveOneOut
+from .persample import NO_DEPS, Deps, PerSample, _RECORDER, lift
+
+_RUNS = []
+
+
+def current_run(what):
+    if not _RUNS:
+        raise TracingError(f"{what} was called outside a model; call the model through "
+                           "scg.expectation(model, n=...) or scg.trace(model, ...)")
+    return _RUNS[-1]
+
+
+@dataclass(frozen=True)
+class Plate:
+    """A batch dimension along which sites and costs are conditionally independent."""
+
+    name: str
+    size: int
+    dim: int
+
+
+@dataclass
+class Site:
+    """A sample site: its distribution, value (physical shape (n, *shape)) and estimator."""
+
+    name: str
+    dist: Distribution
+    value: PerSample
+    kind: str  # "pathwise" or "score"
+    estimator: object  # Pathwise() or Score(...)
+    reason: str
+    plates: tuple
+    param_deps: Deps
+    _log_prob: object = field(default=None, repr=False)
+
+    @property
+    def baseline(self):
+        return getattr(self.estimator, "baseline", None)
+
+    def log_prob(self):
+        """log p(value | parents), physical shape (n, *batch_shape), computed once."""
+        if self._log_prob is None:
+            with _no_recording():
+                lp = self.dist.log_prob(self.value)
+            self._log_prob = lp.value if isinstance(lp, PerSample) else lp
+            raw = np.asarray(strip(self._log_prob))
+            if not np.all(np.isfinite(raw)):
+                bad = int(raw.size - np.count_nonzero(np.isfinite(raw)))
+                raise FloatingPointError(
+                    f"site {self.name!r}: log_prob is not finite for {bad} of {raw.size} "
+                    f"entries (a draw outside the support of {self.dist!r}?)")
+        return self._log_prob
+
+
+@dataclass
+class Cost:
+    """A cost site: its value, of physical shape (n, *shape) or shared."""
+
+    name: str
+    value: object
+    plates: tuple
+    deps: Deps
+
+
+# ---------------------------------------------------------------------- sample
+def sample(name, dist, *, estimator="auto"):
+    """Draw from `dist` at a named site of the model and return the draw.
+
+    Args:
+        name: unique within the model.
+        dist: a scg distribution; its parameters may depend on parameters and earlier draws.
+        estimator: "auto" (pathwise where valid, else score with a leave-one-out baseline),
+            "pathwise", "score", scg.Pathwise() or scg.Score(baseline=...).
+    Returns:
+        The draw, of shape dist.batch_shape + dist.event_shape (one value per draw).
+
+    Example:
+        >>> def model(mu):
+        ...     x = scg.sample("x", scg.Normal(mu, 1.0))
+        ...     return x ** 2
+    """
+    run = current_run(f"scg.sample({name!r}, ...)")
+    if not isinstance(dist, Distribution):
+        raise TypeError(f"site {name!r}: expected a scg distribution, got {type(dist).__name__}")
+    run.check_new_name(name)
+    dist = _apply_plates(dist, name, run.plates)
+    spec = as_estimator(estimator)
+    kind, est, reason = _choose(run, name, dist, spec)
+    level = run.level
+    params = [v for v in _params(dist) if isinstance(v, PerSample) and v.level == level]
+    param_deps = Deps.merge([p.deps for p in params])
+    clone, shape = _physical(dist, run.n, level)
+    with _no_recording():
+        if dist.has_rsample:
+            value = dist.path(PerSample(clone.noise(run.rng, shape), level))
+            if kind == "pathwise":
+                d = value.deps
+                deps = Deps(d.up | {name}, d.smooth | {name}, d.rough)
+            else:
+                value = strip(value)
+        else:
+            value = clone._sample(run.rng, shape)
+    if kind == "score":
+        deps = Deps(param_deps.up | {name}, frozenset({name}), frozenset())
+    out = PerSample(value.value if isinstance(value, PerSample) else value, level, deps)
+    site = Site(name, dist, out, kind, est, reason, tuple(run.plates), param_deps)
+    if kind == "score":
+        _warn_moving_support(site)
+    run.add_site(site)
+    return out
+
+
+def _params(dist):
+    while isinstance(dist, Independent):
+        dist = dist.base
+    return list(dist.params.values())
+
+
+def _choose(run, name, dist, spec):
+    """(kind, estimator object, reason) for a site."""
+    family = type(dist.base if isinstance(dist, Independent) else dist).__name__
+    if isinstance(spec, Pathwise):
+        if not dist.has_rsample:
+            raise EstimatorError(
+                f"site {name!r}: estimator='pathwise' but {family} has no reparameterization "
+                "path (its draws are discrete or have no differentiable map from noise); "
+                "use estimator='score' or 'auto'")
+        return "pathwise", spec, "requested"
+    if isinstance(spec, Score):
+        return "score", spec, "requested"
+    loo = LeaveOneOut() if run.n > 1 else None
+    if not dist.has_rsample:
+        return "score", Score(loo), f"{family} has no reparameterization path"
+    if run.decisions.get(name) == "score":
+        return "score", Score(loo), run.reasons[name]
+    return "pathwise", Pathwise(), (f"{family} has a reparameterization path and every path "
+                                    "from the draw to a cost is differentiable")
+
+
+def _warn_moving_support(site):
+    dist = site.dist.base if isinstance(site.dist, Independent) else site.dist
+    moving = [p for p in site.dist.moving_support if _carries_gradient(dist.params.get(p))]
+    if moving:
+        warnings.warn(
+            f"site {site.name!r}: the score-function estimator is biased here: the support of "
+            f"{dist!r} moves with {', '.join(moving)}, and the score misses the boundary term. "
+            "Use a pathwise estimator (estimator='pathwise', valid when no jump lies downstream)",
+            BiasWarning, stacklevel=3)
+
+
+def _carries_gradient(v):
+    if isinstance(v, PerSample):
+        return isinstance(v.value, Box) or bool(v.deps.smooth)
+    return isinstance(v, Box)
+
+
+def _apply_plates(dist, name, plates):
+    target = list(dist.batch_shape)
+    for p in plates:
+        if len(target) < -p.dim:
+            target = [1] * (-p.dim - len(target)) + target
+        if target[p.dim] == 1:
+            target[p.dim] = p.size
+        elif target[p.dim] != p.size:
+            raise ValueError(f"site {name!r}: batch shape {dist.batch_shape} has size "
+                             f"{target[p.dim]} at dim {p.dim}, but plate {p.name!r} there has "
+                             f"size {p.size}")
+    return dist if tuple(target) == dist.batch_shape else dist.expand(tuple(target))
+
+
+def _physical(dist, n, level):
+    """A copy of dist with plain parameters whose batch shape includes the n draws, and the
+    sample shape to draw with: per-sample parameters are lifted to their full rank."""
+    inner = dist
+    while isinstance(inner, Independent):
+        inner = inner.base
+    params = inner.params
+    if not any(isinstance(v, PerSample) and v.level == level for v in params.values()):
+        return dist, (n,)
+    plain = {}
+    for key, v in params.items():
+        if isinstance(v, PerSample) and v.level == level:
+            c = inner.arg_constraints.get(key)
+            rank = len(inner.batch_shape) + (c.event_dim if c is not None else 0)
+            plain[key] = np.asarray(strip(lift(v, rank, level)))
+        else:
+            plain[key] = v if v is None else np.asarray(strip(v))
+    return dist._rebuild(plain), ()
+
+
+# ---------------------------------------------------------------------- cost
+def cost(name, value):
+    """Add a cost to the model: its value, summed over its shape, enters the objective.
+
+    The objective is the expectation of the sum of all costs (minimize; negate rewards).
+
+    Example:
+        >>> scg.cost("penalty", 0.1 * x ** 2)
+    """
+    run = current_run(f"scg.cost({name!r}, ...)")
+    run.check_new_name(name)
+    raw = np.asarray(strip(value), dtype=float)
+    if not np.all(np.isfinite(raw)):
+        bad = int(raw.size - np.count_nonzero(np.isfinite(raw)))
+        raise FloatingPointError(f"cost {name!r} is not finite for {bad} of {raw.size} entries")
+    deps = value.deps if isinstance(value, PerSample) and value.level == run.level else NO_DEPS
+    run.add_cost(Cost(name, value, tuple(run.plates), deps))
+
+
+# ---------------------------------------------------------------------- plate
+@contextmanager
+def plate(name, size, dim=-1):
+    """Declare conditional independence along a batch dimension (counted from the right).
+
+    Inside, element b of a site's score meets only the costs of element b (and costs
+    outside the plate), and leave-one-out baselines are formed per element.
+
+    Example:
+        >>> with scg.plate("data", 128):
+        ...     z = scg.sample("z", scg.Bernoulli(logits=enc).to_event(1))
+    """
+    run = current_run(f"scg.plate({name!r}, ...)")
+    if not isinstance(dim, int) or dim >= 0:
+        raise ValueError(f"plate {name!r}: dim must be a negative int, got {dim!r}")
+    for p in run.plates:
+        if p.dim == dim:
+            raise ValueError(f"plate {name!r}: dim {dim} is already used by the enclosing "
+                             f"plate {p.name!r}; pass dim={min(q.dim for q in run.plates) - 1}")
+    frame = Plate(name, int(size), dim)
+    run.plates.append(frame)
+    try:
+        yield frame
+    finally:
+        run.plates.pop()
+
+
+# ---------------------------------------------------------------------- blackbox
+def blackbox(fn):
+    """Wrap a numpy function of physical arrays as a node without derivative.
+
+    Inside a model, `fn` receives per-sample arguments as arrays with a leading axis of
+    length n (one row per draw) and must return such an array. Sites upstream of a black
+    box are estimated by the score function under estimator="auto".
+
+    Example:
+        >>> simulate = scg.blackbox(lambda x: np.round(x))
+    """
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        level = _RUNS[-1].level if _RUNS else None
+        inputs = [a for a in args if isinstance(a, PerSample) and a.level == level]
+        out = np.asarray(fn(*[strip(a) for a in args],
+                            **{k: strip(v) for k, v in kwargs.items()}), dtype=float)
+        if not inputs:
+            return out
+        n = inputs[0].n
+        if out.shape[:1] != (n,):
+            raise ValueError(f"blackbox {getattr(fn, '__name__', fn)!r} must return an array "
+                             f"with a leading axis of length n = {n}, got shape {out.shape}")
+        result = PerSample(out, level, Deps.merge([a.deps for a in inputs]).through("jump"))
+        if _RECORDER[0] is not None:
+            _RECORDER[0](wrapper, inputs, args, result)
+        return result
+
+    wrapper.scg_blackbox = True
+    return wrapper
+
+
+@contextmanager
+def _no_recording():
+    saved = _RECORDER[0]
+    _RECORDER[0] = None
+    try:
+        yield
+    finally:
+        _RECORDER[0] = saved
+

@@ -1,0 +1,120 @@
+"""The surrogate objective of a trace: a pure function of it.
+
+It is written in the DiCE form (Foerster et al. 2018): every cost c is
+multiplied by box(tau_c), where tau_c sums the log-probabilities of the score
+sites upstream of c and box(t) = exp(t - stop_gradient(t)) equals 1. Its
+gradient is the surrogate gradient of Schulman et al. (2015): pathwise and
+direct terms, plus grad log p(w) times the costs downstream of w only; its
+higher derivatives stay unbiased. A baseline b_w enters as (1 - box(log p(w))) * b_w,
+zero in value, subtracting grad log p(w) * b_w.
+
+Plates: every per-element quantity is laid out on a canonical grid
+(n, *plate axes), one axis per plate dim (size 1 where absent), so that element
+b of a site meets only the costs of element b.
+"""
+
+import numpy as np
+
+from ..core.tape import strip
+from ..numpy import rules as R
+from .persample import PerSample
+
+
+def magic_box(tau):
+    """exp(tau - stop_gradient(tau)): 1 in value; its derivatives reproduce score terms."""
+    return R.exp(R.subtract(tau, R.stop_gradient(tau)))
+
+
+def surrogate(trace, baseline_state):
+    """The surrogate objective (a scalar, traced where the parameters are) and the
+    baseline updates to apply after the call: a list of (baseline, q, state)."""
+    depth = max([-p.dim for s in trace.sites.values() for p in s.plates] +
+                [-p.dim for c in trace.cost_sites.values() for p in c.plates] + [0])
+    grid = _Grid(trace.n, depth)
+    costs = {c.name: grid.cost(c) for c in trace.cost_sites.values()}
+    scores = trace.score_sites()
+    log_probs = {s.name: grid.layout(s.log_prob(), s.dist.batch_shape, s.plates,
+                                     f"site {s.name!r}") for s in scores}
+    total = 0.0
+    for c in trace.cost_sites.values():
+        value, plates = costs[c.name]
+        ups = trace.upstream_scores(c)
+        if ups:
+            tau = sum_all(grid.onto(log_probs[w.name], w.plates, plates) for w in ups)
+            value = R.multiply(magic_box(tau), value)
+        total = R.add(total, grid.per_draw(value))
+    updates = []
+    for w in scores:
+        if w.baseline is None:
+            continue
+        q = sum_all(grid.onto(costs[c.name][0], costs[c.name][1], w.plates)
+                    for c in trace.downstream_costs(w))
+        # costs-to-go per draw and element, as plain numbers: a baseline has no derivative
+        q = np.broadcast_to(np.asarray(strip(q), dtype=float),
+                            np.shape(strip(log_probs[w.name])))
+        state = baseline_state.setdefault(w.name, {})
+        b = w.baseline.value(q, state)
+        updates.append((w.baseline, q, state))
+        term = R.multiply(R.subtract(1.0, magic_box(log_probs[w.name])), b)
+        total = R.add(total, grid.per_draw(term))
+    return R.mean(total), updates
+
+
+def sum_all(terms):
+    terms = list(terms)
+    out = terms[0] if terms else 0.0
+    for t in terms[1:]:
+        out = R.add(out, t)
+    return out
+
+
+class _Grid:
+    """Lays out costs and log-probabilities on the canonical (n, *plate axes) grid."""
+
+    def __init__(self, n, depth):
+        self.n, self.depth = n, depth
+
+    def axis(self, plate):
+        return 1 + self.depth + plate.dim
+
+    def layout(self, phys, logical_shape, plates, what):
+        """Sum a physical (n, *logical) value over its non-plate axes, onto the grid.
+        Returns the array; plates absent from the value's shape are dropped."""
+        logical_shape = tuple(logical_shape)
+        nd = len(logical_shape)
+        keep = {}
+        for p in plates:
+            if nd >= -p.dim and logical_shape[p.dim] == p.size:
+                keep[nd + p.dim] = p
+            elif nd >= -p.dim and logical_shape[p.dim] != 1:
+                raise ValueError(f"{what} has shape {logical_shape}, whose dim {p.dim} does "
+                                 f"not match plate {p.name!r} of size {p.size}")
+        axes = tuple(1 + i for i in range(nd) if i not in keep)
+        if axes:
+            phys = R.sum_(phys, axis=axes, keepdims=True)
+        shape = [np.shape(strip(phys))[0]] + [1] * self.depth
+        for p in keep.values():
+            shape[self.axis(p)] = p.size
+        return R.reshape(phys, tuple(shape))
+
+    def cost(self, c):
+        """A cost on the grid, with the plates it really has."""
+        if isinstance(c.value, PerSample):
+            phys, shape = c.value.value, c.value.shape
+        else:
+            shape = R.shape(c.value)
+            phys = R.reshape(c.value, (1,) + shape)
+        plates = tuple(p for p in c.plates if len(shape) >= -p.dim and shape[p.dim] == p.size)
+        return self.layout(phys, shape, c.plates, f"cost {c.name!r}"), plates
+
+    def onto(self, x, from_plates, to_plates):
+        """Sum a grid array over the plates that the target does not have."""
+        to = {p.dim for p in to_plates}
+        axes = tuple(self.axis(p) for p in from_plates if p.dim not in to)
+        return R.sum_(x, axis=axes, keepdims=True) if axes else x
+
+    def per_draw(self, x):
+        """Sum over the plate axes: one number per draw."""
+        axes = tuple(range(1, 1 + self.depth))
+        x = R.sum_(x, axis=axes) if axes else x
+        return R.reshape(x, (-1,))
