@@ -242,18 +242,28 @@ REGISTRY = {
                    unary(lambda a: a.T, name=".T")],
     np.swapaxes: [Case(lambda x, a, b: np.swapaxes(x, a, b), SWAP)],
     np.moveaxis: [Case(np.moveaxis, MOVE)],
-    np.concatenate: [Case(lambda *xs, axis: np.concatenate(xs, axis=axis), CONCAT)],
-    np.stack: [Case(lambda *xs, axis: np.stack(xs, axis=axis), STACK)],
+    np.concatenate: [Case(lambda *xs, axis: np.concatenate(xs, axis=axis), CONCAT),
+                     Case(lambda *xs, axis: np.concatenate(xs, axis=axis) ** 2, CONCAT,
+                          name="squared")],
+    np.stack: [Case(lambda *xs, axis: np.stack(xs, axis=axis), STACK),
+               Case(lambda *xs, axis: np.stack(xs, axis=axis) ** 2, STACK, name="squared")],
     np.expand_dims: [Case(np.expand_dims, EXPAND)],
     np.squeeze: [Case(np.squeeze, SQUEEZE), Case(lambda a, axis: a.squeeze(axis), SQUEEZE,
                                                 name="method squeeze")],
     np.broadcast_to: [Case(np.broadcast_to, BROADCAST)],
-    np.take_along_axis: [Case(np.take_along_axis, ALONG)],
+    # Linear maps have zero second derivatives; squaring the result makes the second-order
+    # check meaningful (it records the transposed map, e.g. untake, on the outer tape).
+    np.take_along_axis: [Case(np.take_along_axis, ALONG),
+                         Case(lambda a, **kw: np.take_along_axis(a, **kw) ** 2, ALONG,
+                              name="squared")],
     np.take: [Case(lambda a, indices, axis: np.take(a, indices, axis=axis), TAKE)],
     np.ravel: [unary(np.ravel), unary(lambda a: a.ravel(), name="method ravel"),
                unary(lambda a: a.flatten(), name="method flatten")],
-    # indexing
-    R.getitem: [Case(lambda a, index: a[index], GETITEM)],
+    # indexing (gather is what indexing by a traced index array records)
+    R.getitem: [Case(lambda a, index: a[index], GETITEM),
+                Case(lambda a, index: a[index] ** 2, GETITEM, name="squared")],
+    R.gather: [Case(lambda a, index: R.gather(a, (slice(None), R.SLOT), index),
+                    fixed((((2, 3),), {"index": np.array([2, 0, 2])})))],
     # stable helpers
     scg.sigmoid: [unary(scg.sigmoid, uniform(-5.0, 5.0))],
     scg.softplus: [unary(scg.softplus, uniform(-5.0, 5.0))],
