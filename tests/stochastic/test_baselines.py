@@ -1,0 +1,96 @@
+"""Baselines: leave-one-out and moving averages are unbiased; the batch mean is biased by
+exactly (n - 1) / n."""
+
+import numpy as np
+import pytest
+
+import scg
+
+THETA = 0.4
+F1, F0 = 3.0, 1.0                       # f(1), f(0)
+
+
+def coin_model(baseline):
+    def model(theta):
+        a = scg.sample("a", scg.Bernoulli(logits=theta), estimator=scg.Score(baseline))
+        return np.where(a == 1, F1, F0) + 2.0
+    return model
+
+
+def exact_grad(theta=THETA):
+    p = 1 / (1 + np.exp(-theta))
+    return p * (1 - p) * (F1 - F0)
+
+
+def test_leave_one_out_is_unbiased():
+    gs = scg.grad_samples(scg.expectation(coin_model("loo"), n=100_000, seed=0))(THETA)
+    assert abs(gs.mean - exact_grad()) < 5 * gs.stderr
+
+
+def test_leave_one_out_reduces_variance():
+    plain = scg.grad_samples(scg.expectation(coin_model(None), n=100_000, seed=0))(THETA)
+    loo = scg.grad_samples(scg.expectation(coin_model("loo"), n=100_000, seed=0))(THETA)
+    assert loo.var < plain.var / 3
+
+
+@pytest.mark.parametrize("n", [2, 4, 16])
+def test_batch_mean_is_biased_by_exactly_n_minus_1_over_n(n):
+    """For the same draws, f_i - mean(f) = (n-1)/n (f_i - mean of the others)."""
+    g_loo = scg.grad(scg.expectation(coin_model("loo"), n=n, seed=7))(THETA)
+    with pytest.warns(scg.BiasWarning, match="n - 1"):
+        g_mean = scg.grad(scg.expectation(coin_model("mean"), n=n, seed=7))(THETA)
+    assert g_mean == pytest.approx((n - 1) / n * g_loo, rel=1e-12, abs=1e-15)
+
+
+def test_moving_average_is_unbiased_at_n_1():
+    """A moving average built inline in the model keeps its state inside the expectation."""
+    def model(theta):
+        a = scg.sample("a", scg.Bernoulli(logits=theta),
+                       estimator=scg.Score(scg.baselines.MovingAverage(0.9)))
+        return np.where(a == 1, F1, F0) + 10.0
+    E = scg.expectation(model, n=1, seed=1)
+    g = scg.grad(E)
+    est = np.array([g(THETA) for _ in range(4000)])
+    se = est.std(ddof=1) / np.sqrt(len(est))
+    assert abs(est.mean() - exact_grad()) < 5 * se
+    # the baseline learned the mean cost (about 12), so the estimates are no longer
+    # dominated by the offset 10: compare with no baseline
+    plain = scg.expectation(coin_model(None), n=1, seed=1)
+    assert est[100:].var() < 0.2 * np.var([scg.grad(plain)(THETA) for _ in range(500)])
+    state = E._baseline_state["a"]
+    assert state["avg"] / (1 - 0.9 ** state["count"]) == pytest.approx(
+        12.0 + (F1 - F0) * (1 / (1 + np.exp(-THETA)) - 0.5), abs=0.5)
+
+
+def test_moving_average_never_includes_the_current_draw():
+    b = scg.baselines.MovingAverage(0.5)
+    state = {}
+    q = np.array([[4.0], [8.0]])
+    assert b.value(q, state) == 0.0         # nothing seen yet
+    b.update(q, state)
+    assert np.allclose(b.value(np.array([[100.0]]), state), 6.0)
+
+
+def test_custom_baseline_through_the_interface():
+    class Half(scg.baselines.Baseline):
+        def value(self, q, state):
+            return 0.5
+
+    g_custom = scg.grad(scg.expectation(coin_model(Half()), n=50, seed=3))(THETA)
+    g_const = scg.grad(scg.expectation(coin_model(0.5), n=50, seed=3))(THETA)
+    assert g_custom == pytest.approx(g_const)
+
+
+def test_leave_one_out_needs_two_draws():
+    with pytest.raises(scg.EstimatorError, match="n > 1"):
+        scg.grad(scg.expectation(coin_model("loo"), n=1, seed=0))(THETA)
+
+
+def test_auto_uses_leave_one_out_only_when_n_exceeds_1():
+    def model(theta):
+        return scg.sample("a", scg.Bernoulli(logits=theta))
+    for n, expected in ((1, None), (8, scg.baselines.LeaveOneOut)):
+        E = scg.expectation(model, n=n, seed=0)
+        scg.grad(E)(THETA)
+        b = E.last_trace.sites["a"].baseline
+        assert (b is None) if expected is None else isinstance(b, expected)
