@@ -1,0 +1,139 @@
+"""Bad input gets a clear error that names the site, the argument and what to do."""
+
+import numpy as np
+import pytest
+
+import scg
+
+
+def test_stop_gradient_before_the_distribution_names_the_argument():
+    """The reference question's mistake: parameters detached before the distribution."""
+    def model(theta):
+        mu = scg.stop_gradient(theta["mu"])
+        a = scg.sample("a", scg.Normal(mu, 1.0), estimator="score")
+        return (a - 3.0) ** 2
+
+    E = scg.expectation(model, n=100, seed=0)
+    with pytest.raises(scg.NoGradientPathError, match=r"argument 0\['mu'\].*stop_gradient"):
+        scg.grad(E)({"mu": 0.0})
+    g = scg.grad(E, allow_unused=True)({"mu": 0.0})
+    assert g == {"mu": 0.0}
+    with pytest.raises(scg.NoGradientPathError):
+        scg.grad_samples(E)({"mu": 0.0})
+
+
+def test_unused_argument_among_used_ones():
+    def model(theta, other):
+        return scg.sample("x", scg.Normal(theta, 1.0)) ** 2
+
+    E = scg.expectation(model, n=10, seed=0)
+    with pytest.raises(scg.NoGradientPathError, match="argument 1"):
+        scg.grad(E, argnums=(0, 1))(1.0, 2.0)
+    g0, g1 = scg.grad(E, argnums=(0, 1), allow_unused=True)(1.0, 2.0)
+    assert g1 == 0.0
+
+
+def test_non_finite_cost_names_the_cost():
+    def model(theta):
+        x = scg.sample("x", scg.Normal(theta, 1.0))
+        scg.cost("log_of_negative", np.log(np.abs(x) * 0.0))
+        return x
+
+    with pytest.raises(FloatingPointError, match="log_of_negative"):
+        with np.errstate(divide="ignore"):
+            scg.expectation(model, n=10, seed=0)(0.0)
+
+
+def test_non_finite_gradient_names_its_source():
+    def model(theta):
+        x = scg.sample("x", scg.Normal(theta, 1.0))
+        return np.sqrt(np.maximum(x, 0.0)) + x * 0.0   # infinite slope at the clipped draws
+
+    E = scg.expectation(model, n=50, seed=0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        with pytest.raises(FloatingPointError, match="cost 'return'"):
+            scg.grad(E)(-0.5)
+
+
+def test_sites_outside_a_model():
+    with pytest.raises(scg.TracingError, match="outside a model"):
+        scg.sample("x", scg.Normal(0.0, 1.0))
+    with pytest.raises(scg.TracingError, match="outside a model"):
+        scg.cost("c", 1.0)
+
+
+def test_duplicate_site_names():
+    def model(theta):
+        scg.sample("x", scg.Normal(theta, 1.0))
+        scg.cost("x", 1.0)
+
+    with pytest.raises(ValueError, match="'x' is used twice"):
+        scg.expectation(model, n=2)(0.0)
+
+
+def test_plate_size_mismatch_and_dim_conflict():
+    def wrong_size(theta):
+        with scg.plate("data", 3):
+            scg.sample("z", scg.Normal(np.zeros(4), 1.0))
+
+    with pytest.raises(ValueError, match="plate 'data'"):
+        scg.expectation(wrong_size, n=2)(0.0)
+
+    def same_dim(theta):
+        with scg.plate("a", 2), scg.plate("b", 3):
+            pass
+
+    with pytest.raises(ValueError, match="dim=-2"):
+        scg.expectation(same_dim, n=2)(0.0)
+
+
+@pytest.mark.parametrize("n", [0, -1, 2.5])
+def test_invalid_number_of_draws(n):
+    with pytest.raises(ValueError, match="positive int"):
+        scg.expectation(lambda t: t, n=n)
+
+
+def test_unknown_estimator_and_baseline():
+    def model(theta):
+        return scg.sample("x", scg.Normal(theta, 1.0), estimator="magic")
+
+    with pytest.raises(ValueError, match="estimator must be"):
+        scg.expectation(model)(0.0)
+    with pytest.raises(ValueError, match="unknown baseline"):
+        scg.Score("best")
+
+
+def test_blackbox_must_keep_the_draws():
+    summarize = scg.blackbox(lambda x: np.mean(x))
+
+    def model(theta):
+        return summarize(scg.sample("x", scg.Normal(theta, 1.0)))
+
+    with pytest.raises(ValueError, match="leading axis of length n = 5"):
+        scg.expectation(model, n=5)(0.0)
+
+
+def test_seeding_rules():
+    def model(theta):
+        return scg.sample("x", scg.Normal(theta, 1.0))
+
+    a, b = scg.expectation(model, n=3, seed=11), scg.expectation(model, n=3, seed=11)
+    first = [a(0.0), a(0.0)]
+    assert first == [b(0.0), b(0.0)]          # same seed, same sequence
+    assert first[0] != first[1]               # each call draws fresh samples
+    rng = np.random.default_rng(5)
+    c = scg.expectation(model, n=3, seed=rng)
+    assert c.rng is rng
+    with pytest.raises(TypeError, match="seed"):
+        scg.expectation(model, seed="five")
+
+
+def test_extra_model_arguments_pass_through():
+    def model(theta, data, scale=1.0):
+        x = scg.sample("x", scg.Normal(theta, 1.0))
+        return scale * np.sum((x - data) ** 2)
+
+    E = scg.expectation(model, n=20_000, seed=0)
+    data = np.array([1.0, 2.0])
+    g = scg.grad(E)(0.5, data, scale=2.0)    # d/dtheta 2 * sum((theta - d)^2 + 1)
+    assert g == pytest.approx(2.0 * np.sum(2 * (0.5 - data)), abs=0.1)
