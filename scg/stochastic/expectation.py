@@ -79,7 +79,7 @@ class Expectation:
         t = self.last_trace
         parts = [(f"the log-probability of site {s.name!r}", s._log_prob)
                  for s in t.sites.values()]
-        parts += [(f"the sampling path of site {s.name!r}", s.value.value)
+        parts += [(f"the sampling path of site {s.name!r}", s.draw.value)
                   for s in t.sites.values()]
         parts += [(f"cost {c.name!r}", getattr(c.value, "value", c.value))
                   for c in t.cost_sites.values()]

@@ -39,17 +39,25 @@ class Plate:
 
 @dataclass
 class Site:
-    """A sample site: its distribution, value (physical shape (n, *shape)) and estimator."""
+    """A sample site: its distribution, draws and estimator.
+
+    `value` is the plain array of draws, physical shape (n, *shape); `draw` is the traced
+    per-sample value the model saw.
+    """
 
     name: str
     dist: Distribution
-    value: PerSample
+    draw: PerSample
     kind: str  # "pathwise" or "score"
     estimator: object  # Pathwise() or Score(...)
     reason: str
     plates: tuple
     param_deps: Deps
     _log_prob: object = field(default=None, repr=False)
+
+    @property
+    def value(self):
+        return np.asarray(strip(self.draw))
 
     @property
     def baseline(self):
@@ -59,7 +67,7 @@ class Site:
         """log p(value | parents), physical shape (n, *batch_shape), computed once."""
         if self._log_prob is None:
             with _no_recording():
-                lp = self.dist.log_prob(self.value)
+                lp = self.dist.log_prob(self.draw)
             self._log_prob = lp.value if isinstance(lp, PerSample) else lp
             raw = np.asarray(strip(self._log_prob))
             if not np.all(np.isfinite(raw)):

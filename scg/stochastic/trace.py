@@ -51,7 +51,7 @@ class Trace:
         if self._graph is not None:
             self._graph.add_node(site.name, kind=site.kind, dist=repr(site.dist))
             self._link(site.name, [v for v in _dist_params(site.dist)])
-            site.value.node = site.name
+            site.draw.node = site.name
 
     def add_cost(self, c):
         self.cost_sites[c.name] = c
@@ -161,6 +161,10 @@ class Trace:
             plates = f" in plate {', '.join(p.name for p in s.plates)}" if s.plates else ""
             lines.append(f"  {s.name} ~ {s.dist!r}{plates}: {est}")
             lines.append(f"      because {s.reason}")
+            parents = sorted(s.param_deps.smooth)
+            if s.kind == "score" and parents:
+                lines.append(f"      log p({s.name}) passes pathwise gradients to "
+                             f"{', '.join(parents)} through its parameters")
         lines += ["", "Costs:"]
         for c in self.cost_sites.values():
             path = sorted(c.deps.smooth & {s for s in self.sites

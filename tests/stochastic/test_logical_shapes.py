@@ -23,7 +23,7 @@ def test_sample_axis_is_never_a_batch_axis():
 
     t = run(model, np.array([1.0, 2.0, 3.0]), n=3)
     assert seen == {"y": (3,), "sum0": (), "mean": ()}
-    x = t.sites["x"].value.value
+    x = t.sites["x"].value
     assert np.allclose(t.costs["return"], 6.0 * np.asarray(x))
 
 
@@ -51,7 +51,7 @@ def test_reductions_matmul_indexing_einsum():
     assert out == {"Av": (2,), "vA": (2,), "M": (3, 3), "sum1": (3,), "T": (3, 3),
                    "slice": (2,), "cat": (5,), "stack": (3, 2), "ein": (2,), "lse": (3,),
                    "reshape": (9,)}
-    v = np.asarray(t.sites["v"].value.value)
+    v = np.asarray(t.sites["v"].value)
     assert np.allclose(t.costs["return"], v @ A.T @ np.ones(2))
 
 
@@ -66,8 +66,8 @@ def test_per_draw_values_match_a_loop_over_draws():
         return np.sum(h ** 2) + np.sum(row * h)
 
     t = run(model, 0.0, n=7)
-    v = np.asarray(t.sites["v"].value.value)
-    k = np.asarray(t.sites["k"].value.value).astype(int)
+    v = np.asarray(t.sites["v"].value)
+    k = np.asarray(t.sites["k"].value).astype(int)
     expected = [np.sum(np.tanh(v[i] @ W) ** 2) + W[k[i]] @ np.tanh(v[i] @ W) for i in range(7)]
     assert np.allclose(t.costs["return"], expected)
 
