@@ -2,6 +2,22 @@
 
 from .base import Distribution, Independent, set_validation
 from .bernoulli import Bernoulli
+from .beta import Beta
+from .binomial import Binomial
+from .categorical import Categorical
+from .dirichlet import Dirichlet
+from .exponential import Exponential
+from .gamma import Gamma
+from .geometric import Geometric
+from .gumbel import Gumbel
+from .laplace import Laplace
+from .lognormal import LogNormal
+from .multivariate_normal import MultivariateNormal
 from .normal import Normal
+from .poisson import Poisson
+from .uniform import Uniform
 
-__all__ = ["Distribution", "Independent", "set_validation", "Normal", "Bernoulli"]
+__all__ = ["Distribution", "Independent", "set_validation",
+           "Normal", "MultivariateNormal", "LogNormal", "Uniform", "Exponential", "Laplace",
+           "Gumbel", "Gamma", "Beta", "Dirichlet", "Bernoulli", "Categorical", "Poisson",
+           "Binomial", "Geometric"]

@@ -2,14 +2,23 @@
 
 import numpy as np
 
+from ..kernels import continuous as K
+from ..kernels.primitives import kernel_primitives
 from . import constraints
 from .base import Distribution, broadcast_shape
 
-_HALF_LOG_2PI = 0.5 * np.log(2 * np.pi)
+normal_log_prob, normal_dlogp = kernel_primitives(
+    "normal_log_prob", K.normal_density, K.normal_density_twin, 3)
+loc_scale_path, loc_scale_dpath = kernel_primitives(
+    "loc_scale_path", K.loc_scale_path, K.loc_scale_path_twin, 3)
 
 
 class Normal(Distribution):
     """The normal distribution with mean `loc` and standard deviation `scale`.
+
+    Args:
+        loc: mean (array-like, possibly traced).
+        scale: standard deviation, > 0.
 
     Example:
         >>> scg.Normal(0.0, 1.0).log_prob(0.0)   # -0.9189...
@@ -28,11 +37,10 @@ class Normal(Distribution):
         return rng.standard_normal(self._extended_shape(shape))
 
     def path(self, noise):
-        return self.loc + self.scale * noise
+        return loc_scale_path(noise, self.loc, self.scale)
 
     def log_prob(self, value):
-        z = (value - self.loc) / self.scale
-        return -0.5 * z ** 2 - np.log(self.scale) - _HALF_LOG_2PI
+        return normal_log_prob(value, self.loc, self.scale)
 
     @property
     def mean(self):

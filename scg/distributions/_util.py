@@ -1,0 +1,15 @@
+"""Small helpers shared by the family files."""
+
+import numpy as np
+
+from ..core.tape import strip
+
+
+def plain(x):
+    """The untraced float value of a parameter (for sampling and validation)."""
+    return np.asarray(strip(x), dtype=float)
+
+
+def full(x, shape):
+    """x broadcast to `shape` (works on traced values)."""
+    return np.broadcast_to(x, tuple(shape))

@@ -1,0 +1,51 @@
+"""Binomial(total_count, probs): successes in total_count independent trials."""
+
+import numpy as np
+
+from ..kernels import discrete as K
+from ..kernels.primitives import kernel_primitives
+from . import constraints
+from ._util import full, plain
+from .base import Distribution, broadcast_shape
+
+# arguments (k, total_count, probs); only probs is differentiable (its derivative is which=3)
+binomial_log_prob, _ = kernel_primitives(
+    "binomial_log_prob", K.binomial_density, K.binomial_density_twin, 3, differentiable=(2,))
+
+
+class Binomial(Distribution):
+    """P(k) = C(n, k) p^k (1 - p)^(n - k) for k = 0, ..., n = total_count.
+
+    Args:
+        total_count: nonnegative integer n (not differentiable).
+        probs: success probability p in [0, 1].
+
+    Example:
+        >>> scg.Binomial(10, 0.3).mean   # 3.0
+    """
+
+    arg_constraints = {"total_count": constraints.nonnegative_integer,
+                       "probs": constraints.unit_interval}
+    support = constraints.integer_interval("total_count")
+    has_rsample = False
+
+    def __init__(self, total_count, probs, validate_args=None):
+        self.total_count, self.probs = total_count, probs
+        super().__init__({"total_count": total_count, "probs": probs},
+                         broadcast_shape(total_count, probs), validate_args=validate_args)
+
+    def _sample(self, rng, shape):
+        shape = self._extended_shape(shape)
+        n = np.broadcast_to(plain(self.total_count), shape).astype(np.int64)
+        return rng.binomial(n, np.broadcast_to(plain(self.probs), shape), shape).astype(float)
+
+    def log_prob(self, value):
+        return binomial_log_prob(value, self.total_count, self.probs)
+
+    @property
+    def mean(self):
+        return full(self.total_count * self.probs, self.batch_shape)
+
+    @property
+    def variance(self):
+        return full(self.total_count * self.probs * (1.0 - self.probs), self.batch_shape)

@@ -1,0 +1,70 @@
+"""Categorical(probs=None, logits=None): one of K categories; no reparameterization path."""
+
+import numpy as np
+
+from ..numpy import rules as R
+from . import constraints
+from ._util import full, plain
+from .base import Distribution
+
+categorical_support = constraints.Constraint(
+    "an integer in [0, K)", lambda x: (x >= 0) & (x == np.floor(x)), discrete=True)
+
+
+class Categorical(Distribution):
+    """Category k in {0, ..., K-1} with probability probs[..., k] (or softmax(logits)).
+
+    Give exactly one of probs (entries >= 0 summing to 1 along the last axis) or
+    logits (any reals). batch_shape is the parameter's shape without its last axis.
+
+    Example:
+        >>> scg.Categorical(probs=np.array([0.2, 0.8])).log_prob(1)   # log 0.8
+    """
+
+    arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
+    support = categorical_support
+    has_rsample = False
+
+    def __init__(self, probs=None, logits=None, validate_args=None):
+        if (probs is None) == (logits is None):
+            raise ValueError("Categorical: give exactly one of probs= or logits=")
+        name, value = ("probs", probs) if probs is not None else ("logits", logits)
+        self.probs, self.logits = probs, logits
+        shape = R.shape(value)
+        if len(shape) < 1:
+            raise ValueError(f"Categorical: parameter '{name}' must have at least one "
+                             "dimension (the categories)")
+        self.num_categories = shape[-1]
+        super().__init__({name: value}, shape[:-1], validate_args=validate_args)
+
+    def _log_probs(self):
+        if self.logits is not None:
+            return R.log_softmax(self.logits, axis=-1)
+        p = self.probs
+        positive = np.greater(p, 0)
+        return np.where(positive, np.log(np.where(positive, p, 1.0)), -np.inf)
+
+    def _probs(self):
+        return self.probs if self.probs is not None else R.softmax(self.logits, axis=-1)
+
+    def _sample(self, rng, shape):
+        p = np.broadcast_to(plain(self._probs()), self._extended_shape(shape) + (self.num_categories,))
+        u = rng.random(p.shape[:-1] + (1,))
+        k = np.sum(u > np.cumsum(p, axis=-1), axis=-1)
+        return np.minimum(k, self.num_categories - 1).astype(float)
+
+    def log_prob(self, value):
+        hit = np.equal(np.arange(self.num_categories), np.expand_dims(value, -1))
+        return np.sum(np.where(hit, self._log_probs(), 0.0), axis=-1)
+
+    @property
+    def mean(self):
+        k = np.arange(self.num_categories, dtype=float)
+        return full(np.sum(self._probs() * k, axis=-1), self.batch_shape)
+
+    @property
+    def variance(self):
+        k = np.arange(self.num_categories, dtype=float)
+        p = self._probs()
+        m = np.sum(p * k, axis=-1)
+        return full(np.sum(p * k ** 2, axis=-1) - m ** 2, self.batch_shape)

@@ -1,0 +1,62 @@
+"""Dirichlet(concentration): normalized Gamma draws, each implicitly reparameterized."""
+
+import numpy as np
+
+from ..numpy.special import lgamma
+from . import constraints
+from ._util import full, plain
+from .base import Distribution
+from .gamma import standard_gamma_path
+
+
+class Dirichlet(Distribution):
+    """A probability vector with density prod x_k^(a_k - 1) / B(a); event_shape (K,).
+
+    The draw is g / sum(g) for independent standard Gamma(a_k) draws g (the noise),
+    each differentiable in a_k by implicit reparameterization.
+
+    Args:
+        concentration: array (..., K) of positive concentrations.
+
+    Example:
+        >>> scg.Dirichlet(np.ones(3)).mean   # [1/3, 1/3, 1/3]
+    """
+
+    arg_constraints = {"concentration": constraints.Constraint(
+        "positive (every entry of the vector)", lambda x: (x > 0) & np.isfinite(x), event_dim=1)}
+    support = constraints.simplex
+    has_rsample = True
+
+    def __init__(self, concentration, validate_args=None):
+        self.concentration = concentration
+        shape = np.shape(concentration) if not hasattr(concentration, "shape") \
+            else concentration.shape
+        if len(shape) < 1:
+            raise ValueError("Dirichlet: parameter 'concentration' must have at least one "
+                             "dimension (the categories)")
+        super().__init__({"concentration": concentration}, shape[:-1], shape[-1:],
+                         validate_args=validate_args)
+
+    def noise(self, rng, shape=()):
+        shape = self._extended_shape(shape)
+        return rng.standard_gamma(np.broadcast_to(plain(self.concentration), shape), shape)
+
+    def path(self, noise):
+        g = standard_gamma_path(self.concentration, noise)
+        return g / np.sum(g, axis=-1, keepdims=True)
+
+    def log_prob(self, value):
+        a = self.concentration
+        return (np.sum((a - 1.0) * np.log(value), axis=-1)
+                - np.sum(lgamma(a), axis=-1) + lgamma(np.sum(a, axis=-1)))
+
+    @property
+    def mean(self):
+        a = self.concentration
+        return full(a / np.sum(a, axis=-1, keepdims=True), self.batch_shape + self.event_shape)
+
+    @property
+    def variance(self):
+        a = self.concentration
+        a0 = np.sum(a, axis=-1, keepdims=True)
+        return full(a * (a0 - a) / (a0 ** 2 * (a0 + 1)), self.batch_shape + self.event_shape)

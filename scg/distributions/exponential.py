@@ -1,0 +1,49 @@
+"""Exponential(rate): reparameterized as eps / rate with eps standard exponential."""
+
+import numpy as np
+
+from ..kernels import continuous as K
+from ..kernels.primitives import kernel_primitives
+from . import constraints
+from .base import Distribution, broadcast_shape
+
+exponential_log_prob, _ = kernel_primitives(
+    "exponential_log_prob", K.exponential_density, K.exponential_density_twin, 2)
+exponential_path, _ = kernel_primitives(
+    "exponential_path", K.exponential_path, K.exponential_path_twin, 2)
+
+
+class Exponential(Distribution):
+    """Density rate * exp(-rate * x) on x >= 0.
+
+    Args:
+        rate: > 0 (the mean is 1 / rate).
+
+    Example:
+        >>> scg.Exponential(2.0).mean   # 0.5
+    """
+
+    arg_constraints = {"rate": constraints.positive}
+    support = constraints.nonnegative
+    has_rsample = True
+
+    def __init__(self, rate, validate_args=None):
+        self.rate = rate
+        super().__init__({"rate": rate}, broadcast_shape(rate), validate_args=validate_args)
+
+    def noise(self, rng, shape=()):
+        return rng.standard_exponential(self._extended_shape(shape))
+
+    def path(self, noise):
+        return exponential_path(noise, self.rate)
+
+    def log_prob(self, value):
+        return exponential_log_prob(value, self.rate)
+
+    @property
+    def mean(self):
+        return np.broadcast_to(1.0 / self.rate, self.batch_shape)
+
+    @property
+    def variance(self):
+        return np.broadcast_to(self.rate ** -2.0, self.batch_shape)

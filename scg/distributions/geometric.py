@@ -1,0 +1,46 @@
+"""Geometric(probs): the number of failures before the first success."""
+
+import numpy as np
+
+from ..kernels import discrete as K
+from ..kernels.primitives import kernel_primitives
+from . import constraints
+from ._util import full, plain
+from .base import Distribution, broadcast_shape
+
+geometric_log_prob, _ = kernel_primitives(
+    "geometric_log_prob", K.geometric_density, K.geometric_density_twin, 2, differentiable=(1,))
+
+
+class Geometric(Distribution):
+    """P(k) = (1 - p)^k p for k = 0, 1, 2, ... (failures before the first success).
+
+    Args:
+        probs: success probability p in (0, 1].
+
+    Example:
+        >>> scg.Geometric(0.25).mean   # 3.0
+    """
+
+    arg_constraints = {"probs": constraints.half_open_unit_interval}
+    support = constraints.nonnegative_integer
+    has_rsample = False
+
+    def __init__(self, probs, validate_args=None):
+        self.probs = probs
+        super().__init__({"probs": probs}, broadcast_shape(probs), validate_args=validate_args)
+
+    def _sample(self, rng, shape):
+        shape = self._extended_shape(shape)
+        return (rng.geometric(np.broadcast_to(plain(self.probs), shape), shape) - 1).astype(float)
+
+    def log_prob(self, value):
+        return geometric_log_prob(value, self.probs)
+
+    @property
+    def mean(self):
+        return full((1.0 - self.probs) / self.probs, self.batch_shape)
+
+    @property
+    def variance(self):
+        return full((1.0 - self.probs) / self.probs ** 2, self.batch_shape)

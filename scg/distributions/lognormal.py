@@ -1,0 +1,51 @@
+"""LogNormal(loc, scale): exp of a Normal(loc, scale); reparameterized as exp(loc + scale * eps)."""
+
+import numpy as np
+
+from ..kernels import continuous as K
+from ..kernels.primitives import kernel_primitives
+from . import constraints
+from .base import Distribution, broadcast_shape
+
+lognormal_log_prob, _ = kernel_primitives(
+    "lognormal_log_prob", K.lognormal_density, K.lognormal_density_twin, 3)
+lognormal_path, _ = kernel_primitives("lognormal_path", K.lognormal_path, K.lognormal_path_twin, 3)
+
+
+class LogNormal(Distribution):
+    """A positive variable whose logarithm is Normal(loc, scale).
+
+    Args:
+        loc: mean of the logarithm.
+        scale: standard deviation of the logarithm, > 0.
+
+    Example:
+        >>> scg.LogNormal(0.0, 1.0).mean   # exp(1/2)
+    """
+
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
+    support = constraints.positive
+    has_rsample = True
+
+    def __init__(self, loc, scale, validate_args=None):
+        self.loc, self.scale = loc, scale
+        super().__init__({"loc": loc, "scale": scale}, broadcast_shape(loc, scale),
+                         validate_args=validate_args)
+
+    def noise(self, rng, shape=()):
+        return rng.standard_normal(self._extended_shape(shape))
+
+    def path(self, noise):
+        return lognormal_path(noise, self.loc, self.scale)
+
+    def log_prob(self, value):
+        return lognormal_log_prob(value, self.loc, self.scale)
+
+    @property
+    def mean(self):
+        return np.broadcast_to(np.exp(self.loc + 0.5 * self.scale ** 2), self.batch_shape)
+
+    @property
+    def variance(self):
+        s2 = self.scale ** 2
+        return np.broadcast_to(np.expm1(s2) * np.exp(2 * self.loc + s2), self.batch_shape)

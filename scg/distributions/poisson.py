@@ -1,0 +1,46 @@
+"""Poisson(rate): counts; no reparameterization path."""
+
+import numpy as np
+
+from ..kernels import discrete as K
+from ..kernels.primitives import kernel_primitives
+from . import constraints
+from ._util import full, plain
+from .base import Distribution, broadcast_shape
+
+poisson_log_prob, _ = kernel_primitives(
+    "poisson_log_prob", K.poisson_density, K.poisson_density_twin, 2, differentiable=(1,))
+
+
+class Poisson(Distribution):
+    """P(k) = rate^k exp(-rate) / k! for k = 0, 1, 2, ...
+
+    Args:
+        rate: > 0.
+
+    Example:
+        >>> scg.Poisson(3.0).log_prob(0)   # -3.0
+    """
+
+    arg_constraints = {"rate": constraints.positive}
+    support = constraints.nonnegative_integer
+    has_rsample = False
+
+    def __init__(self, rate, validate_args=None):
+        self.rate = rate
+        super().__init__({"rate": rate}, broadcast_shape(rate), validate_args=validate_args)
+
+    def _sample(self, rng, shape):
+        shape = self._extended_shape(shape)
+        return rng.poisson(np.broadcast_to(plain(self.rate), shape), shape).astype(float)
+
+    def log_prob(self, value):
+        return poisson_log_prob(value, self.rate)
+
+    @property
+    def mean(self):
+        return full(self.rate, self.batch_shape)
+
+    @property
+    def variance(self):
+        return full(self.rate, self.batch_shape)

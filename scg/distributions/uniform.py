@@ -1,0 +1,58 @@
+"""Uniform(low, high): reparameterized as low + (high - low) * u; its support moves."""
+
+import numpy as np
+
+from . import constraints
+from .base import Distribution, broadcast_shape
+
+
+class Uniform(Distribution):
+    """The uniform distribution on [low, high].
+
+    The support depends on the parameters (`moving_support`): a score-function
+    estimator is biased for gradients in low or high; use the path.
+
+    Args:
+        low: lower end.
+        high: upper end, > low.
+
+    Example:
+        >>> scg.Uniform(0.0, 2.0).log_prob(0.5)   # -log 2
+    """
+
+    arg_constraints = {"low": constraints.real, "high": constraints.real}
+    support = constraints.interval("low", "high")
+    has_rsample = True
+
+    def __init__(self, low, high, validate_args=None):
+        self.low, self.high = low, high
+        super().__init__({"low": low, "high": high}, broadcast_shape(low, high),
+                         validate_args=validate_args)
+
+    def _validate(self):
+        super()._validate()
+        from ._util import plain
+        ok = np.broadcast_to(plain(self.low) < plain(self.high), self.batch_shape)
+        if not np.all(ok):
+            bad = int(ok.size - np.count_nonzero(ok))
+            raise ValueError(f"Uniform: parameter 'high' must be greater than low; {bad} of "
+                             f"{ok.size} entries are not. Fix the values passed as low=, high=")
+
+    def noise(self, rng, shape=()):
+        return rng.random(self._extended_shape(shape))
+
+    def path(self, noise):
+        return self.low + (self.high - self.low) * noise
+
+    def log_prob(self, value):
+        inside = np.logical_and(np.greater_equal(value, self.low),
+                                np.less_equal(value, self.high))
+        return np.where(inside, -np.log(self.high - self.low) + 0.0 * value, -np.inf)
+
+    @property
+    def mean(self):
+        return np.broadcast_to((self.low + self.high) / 2, self.batch_shape)
+
+    @property
+    def variance(self):
+        return np.broadcast_to((self.high - self.low) ** 2 / 12, self.batch_shape)

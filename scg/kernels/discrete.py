@@ -1,0 +1,94 @@
+"""Per-sample kernels of the discrete families (log-mass and scores), with numpy twins.
+
+Same convention as `continuous.py`: which=0 the log-mass at an integer value k,
+which=2, 3, ... the derivative in each parameter (which=1, the value, has none).
+Boundary probabilities (0 or 1) give exact limits instead of 0 * log 0.
+"""
+
+import math
+
+import numpy as np
+from numba import njit
+
+from ..numpy.special import lgamma
+from .primitives import sig
+
+
+# ---------------------------------------------------------------- Poisson(rate)
+@njit(cache=True)
+def _poisson(which, k, rate):
+    if which == 0:
+        return k * math.log(rate) - rate - math.lgamma(k + 1.0)
+    return k / rate - 1.0
+
+
+@njit(sig(2), cache=True)
+def poisson_density(which, out, k, rate):
+    for i in range(out.shape[0]):
+        for j in range(out.shape[1]):
+            out[i, j] = _poisson(which, k[i, j], rate[i, j])
+
+
+def poisson_density_twin(which, k, rate):
+    if which == 0:
+        return k * np.log(rate) - rate - lgamma(k + 1.0)
+    return k / rate - 1.0
+
+
+# ---------------------------------------------------------------- Geometric(probs): failures before a success
+@njit(cache=True)
+def _geometric(which, k, p):
+    if which == 0:
+        return math.log(p) + (k * math.log1p(-p) if k > 0 else 0.0)
+    return 1.0 / p - (k / (1.0 - p) if k > 0 else 0.0)
+
+
+@njit(sig(2), cache=True)
+def geometric_density(which, out, k, p):
+    for i in range(out.shape[0]):
+        for j in range(out.shape[1]):
+            out[i, j] = _geometric(which, k[i, j], p[i, j])
+
+
+def geometric_density_twin(which, k, p):
+    pos = np.greater(k, 0)
+    q = np.where(pos, 1.0 - p, 1.0)        # never log(0) where k == 0
+    if which == 0:
+        return np.log(p) + np.where(pos, k * np.log(q), 0.0)
+    return 1.0 / p - np.where(pos, k / q, 0.0)
+
+
+# ---------------------------------------------------------------- Binomial(total_count, probs)
+@njit(cache=True)
+def _binomial(which, k, n, p):
+    if which == 0:
+        out = math.lgamma(n + 1.0) - math.lgamma(k + 1.0) - math.lgamma(n - k + 1.0)
+        if k > 0:
+            out += k * math.log(p)
+        if n - k > 0:
+            out += (n - k) * math.log1p(-p)
+        return out
+    d = 0.0
+    if k > 0:
+        d += k / p
+    if n - k > 0:
+        d -= (n - k) / (1.0 - p)
+    return d
+
+
+@njit(sig(3), cache=True)
+def binomial_density(which, out, k, n, p):
+    for i in range(out.shape[0]):
+        for j in range(out.shape[1]):
+            out[i, j] = _binomial(which, k[i, j], n[i, j], p[i, j])
+
+
+def binomial_density_twin(which, k, n, p):
+    has_k, has_rest = np.greater(k, 0), np.greater(n - k, 0)
+    p_safe = np.where(has_k, p, 1.0)
+    q_safe = np.where(has_rest, 1.0 - p, 1.0)
+    if which == 0:
+        return (lgamma(n + 1.0) - lgamma(k + 1.0) - lgamma(n - k + 1.0)
+                + np.where(has_k, k * np.log(p_safe), 0.0)
+                + np.where(has_rest, (n - k) * np.log(q_safe), 0.0))
+    return np.where(has_k, k / p_safe, 0.0) - np.where(has_rest, (n - k) / q_safe, 0.0)

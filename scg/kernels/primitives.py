@@ -1,0 +1,154 @@
+"""Primitives backed by numba kernels, with composite (numpy) rules for higher orders.
+
+A *density kernel* of a family computes, elementwise over broadcast arrays,
+one of: the log-density (which=0), its derivative with respect to the value
+(which=1) and to each parameter (which=2, 3, ...: the scores). A *path kernel*
+computes the draw from noise (which=0) and its derivative with respect to each
+parameter (which=2, 3, ...). Each kernel has a numpy twin `twin(which, *args)`
+written with numpy calls only, so it also runs on traced values.
+
+`kernel_primitives` turns a kernel + twin into a primitive whose value comes
+from the kernel and whose VJP with respect to argument i multiplies the
+cotangent by another kernel-backed primitive (the derivative, which=i+1). The
+VJPs of those derivative primitives differentiate the twin on the tape, so
+second and higher orders are exact compositions of primitives.
+"""
+
+import numpy as np
+from numba import njit  # noqa: F401  (re-exported for the kernel modules)
+
+from ..core.tape import Box, Primitive, backward, defvjp, new_level, new_root
+from ..numpy import rules as R
+
+EW = "elementwise"
+
+
+def sig(n_inputs):
+    """The numba signature of a kernel (which, out, *inputs): one compiled version only."""
+    arr = "Array(float64, 2, 'A', readonly=True)"
+    return f"void(int64, float64[:, ::1], {', '.join([arr] * n_inputs)})"
+
+
+def run(kernel, which, *args):
+    """Call `kernel(which, out, *inputs)` on the broadcast of `args`; return out."""
+    arrays = [np.asarray(a, dtype=float) for a in args]
+    shape = np.broadcast_shapes(*[a.shape for a in arrays])
+    rows = shape[0] if shape else 1
+    cols = int(np.prod(shape[1:])) if shape else 1
+    views = []
+    for a in arrays:
+        v = np.broadcast_to(a, shape).reshape(rows, cols)  # copies only if strides cannot merge
+        if v.flags.writeable:
+            v = v.view()
+            v.flags.writeable = False
+        views.append(v)
+    out = np.empty((rows, cols))
+    kernel(which, out, *views)
+    return out.reshape(shape)
+
+
+def composite_vjp(fn, argnum):
+    """The VJP rule of `fn` (numpy calls on its arguments) for argument `argnum`, on the tape."""
+    def rule(g, ans, *args):
+        with new_level() as level:
+            boxed = list(args)
+            root = new_root(args[argnum], level)
+            boxed[argnum] = root
+            out = fn(*boxed)
+            if not (isinstance(out, Box) and out.level == level):
+                return np.zeros(R.shape(args[argnum]))
+            (grad,) = backward(out.node, g, [root.node])
+        return np.zeros(R.shape(args[argnum])) if grad is None else grad
+    return rule
+
+
+def kernel_primitives(name, kernel, twin, n_args, differentiable=None):
+    """The primitive `twin(0, *args)` computed by `kernel`, and its derivative primitives.
+
+    Args:
+        name: used in the primitive names (e.g. "normal_log_prob").
+        kernel: numba kernel `kernel(which, out, *inputs)`.
+        twin: numpy twin `twin(which, *args)`; `which = i + 1` is the derivative in arg i.
+        n_args: the number of array arguments.
+        differentiable: the argument indices with a derivative (default: all).
+    Returns:
+        (primitive, [derivative primitive per argument or None]).
+    """
+    if differentiable is None:
+        differentiable = range(n_args)
+    derivs = [None] * n_args
+    for i in differentiable:
+        d = Primitive(f"{name}_d{i}", lambda *a, _w=i + 1: run(kernel, _w, *a),
+                      doc=f"Derivative of {name} in argument {i}, elementwise.", batch=EW)
+        defvjp(d, *[composite_vjp(lambda *a, _w=i + 1: twin(_w, *a), j) for j in range(n_args)])
+        derivs[i] = d
+    main = Primitive(name, lambda *a: run(kernel, 0, *a),
+                     doc=f"{name}, elementwise, computed by a numba kernel.", batch=EW)
+
+    def vjp(i):
+        if derivs[i] is None:
+            return None
+        return lambda g, ans, *a: R.unbroadcast(R.multiply(g, derivs[i](*a)), R.shape(a[i]))
+
+    defvjp(main, *[vjp(i) for i in range(n_args)])
+    return main, derivs
+
+
+def _fd_partial(kernel, which, k, args):
+    """Central difference of kernel output `which` in argument k (relative step 1e-5)."""
+    args = [np.asarray(a, dtype=float) for a in args]
+    step = 1e-5 * np.maximum(np.abs(args[k]), 1e-3)
+    up, down = list(args), list(args)
+    up[k], down[k] = args[k] + step, args[k] - step
+    return (run(kernel, which, *up) - run(kernel, which, *down)) / (2 * step)
+
+
+def _no_third_order(*_):
+    raise NotImplementedError("implicit reparameterization paths are differentiable to "
+                              "second order only")
+
+
+def implicit_path_primitive(name, dx_kernel, n_params, logp_derivs):
+    """The path of a draw x0 made by implicit reparameterization: params, x0 -> x0.
+
+    Its value is the draw itself; its VJP in parameter j is g * dx_j, where
+    `dx_kernel(j, out, *params, x)` computes dx/dtheta_j at fixed CDF level
+    (implicit function theorem). Second order: the partial of dx_j in x is
+    -d_j log p - dx_j * d_x log p (exact, from `logp_derivs(which, x, *params)`,
+    which=1 the value and j+2 the parameter), the partial in the parameters is a
+    central difference of the kernel (relative accuracy about 1e-8).
+
+    Returns:
+        (path primitive, [dx_j primitive per parameter]).
+    """
+    dx = [Primitive(f"{name}_dx{j}", lambda *a, _j=j: run(dx_kernel, _j, *a),
+                    doc=f"d draw / d parameter {j} of {name} at fixed CDF level.", batch=EW)
+          for j in range(n_params)]
+    for j, d in enumerate(dx):
+        rules = []
+        for k in range(n_params):
+            fd = Primitive(f"{name}_dx{j}_d{k}", lambda *a, _j=j, _k=k: _fd_partial(
+                dx_kernel, _j, _k, a), doc="A central difference of the implicit derivative.",
+                batch=EW)
+            defvjp(fd, *[_no_third_order] * (n_params + 1))
+            rules.append(lambda g, ans, *a, _fd=fd, _k=k:
+                         R.unbroadcast(R.multiply(g, _fd(*a)), R.shape(a[_k])))
+
+        def x_rule(g, ans, *a, _j=j):
+            params, x = a[:-1], a[-1]
+            dxdx = -(logp_derivs(_j + 2, x, *params) + ans * logp_derivs(1, x, *params))
+            return R.unbroadcast(R.multiply(g, dxdx), R.shape(x))
+        rules.append(x_rule)
+        defvjp(d, *rules)
+
+    def value(*a):
+        shape = np.broadcast_shapes(*[np.shape(v) for v in a])
+        return np.array(np.broadcast_to(np.asarray(a[-1], dtype=float), shape))
+
+    path = Primitive(name, value, doc=f"{name}: a draw, differentiable by implicit "
+                     "reparameterization.", batch=EW)
+    rules = [(lambda g, ans, *a, _j=j: R.unbroadcast(R.multiply(g, dx[_j](*a[:-1], ans)),
+                                                    R.shape(a[_j]))) for j in range(n_params)]
+    rules.append(lambda g, ans, *a: R.unbroadcast(g, R.shape(a[-1])))
+    defvjp(path, *rules)
+    return path, dx

@@ -1,0 +1,143 @@
+"""Special functions as numba kernels, each beside a plain-numpy twin.
+
+lgamma, digamma and polygamma of real arguments. The kernels back the
+primitives of `scg.numpy.special`; the twins are independent vectorized numpy
+implementations that the tests compare against the kernels.
+
+Algorithms: digamma and polygamma shift the argument up by the recurrence
+psi(x) = psi(x + 1) - 1/x until it is large, then sum the asymptotic series
+(with Bernoulli numbers); negative non-integer arguments use the reflection
+formula. lgamma is math.lgamma in the kernel and a shifted Stirling series in
+the twin.
+"""
+
+import math
+
+import numpy as np
+from numba import njit
+
+_SHIFT = 10.0          # digamma: recurrence until x >= _SHIFT, then the series
+_PG_SHIFT = 15.0       # polygamma: the same, with a larger threshold
+# Bernoulli numbers B_2, B_4, ..., B_14
+_B2K = np.array([1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66, -691 / 2730, 7 / 6])
+
+
+# ---------------------------------------------------------------- scalar kernels
+@njit(cache=True)
+def digamma_scalar(x):
+    """psi(x) = d/dx log Gamma(x); nan at the poles x = 0, -1, -2, ..."""
+    if x <= 0.0 and x == math.floor(x):
+        return math.nan
+    r = 0.0
+    if x < 0.0:
+        r = -math.pi / math.tan(math.pi * x)
+        x = 1.0 - x
+    while x < _SHIFT:
+        r -= 1.0 / x
+        x += 1.0
+    f = 1.0 / (x * x)
+    t = f * (-1.0 / 12 + f * (1.0 / 120 + f * (-1.0 / 252 + f * (1.0 / 240 + f * (
+        -1.0 / 132 + f * (691.0 / 32760 + f * (-1.0 / 12)))))))
+    return r + math.log(x) - 0.5 / x + t
+
+
+@njit(cache=True)
+def polygamma_scalar(n, x):
+    """The n-th derivative of digamma (n >= 1) for x > 0; nan for x <= 0."""
+    if n == 0:
+        return digamma_scalar(x)
+    if not x > 0.0:
+        return math.nan
+    nfact = math.gamma(n + 1.0)
+    sign = 1.0 if n % 2 == 1 else -1.0       # (-1)^(n+1)
+    r = 0.0
+    while x < _PG_SHIFT:
+        r += nfact / x ** (n + 1)
+        x += 1.0
+    # asymptotic series: (n-1)!/x^n + n!/(2 x^(n+1)) + sum B_2k (2k+n-1)!/(2k)! / x^(2k+n)
+    s = math.gamma(float(n)) / x ** n + 0.5 * nfact / x ** (n + 1)
+    for k in range(1, 8):
+        coef = math.exp(math.lgamma(2.0 * k + n) - math.lgamma(2.0 * k + 1.0))
+        s += _B2K[k - 1] * coef / x ** (2 * k + n)
+    return sign * (r + s)
+
+
+# ---------------------------------------------------------------- array kernels (flat, contiguous)
+@njit(cache=True)
+def lgamma_kernel(out, x):
+    for i in range(x.size):
+        out[i] = math.lgamma(x[i])
+
+
+@njit(cache=True)
+def digamma_kernel(out, x):
+    for i in range(x.size):
+        out[i] = digamma_scalar(x[i])
+
+
+@njit(cache=True)
+def polygamma_kernel(n, out, x):
+    for i in range(x.size):
+        out[i] = polygamma_scalar(n, x[i])
+
+
+# ---------------------------------------------------------------- numpy twins
+def lgamma_twin(x):
+    """log|Gamma(x)| by shifting to x >= 15 and the Stirling series (numpy only)."""
+    x = np.asarray(x, dtype=float)
+    neg = x < 0.5
+    y = np.where(neg, 1.0 - x, x)
+    shift = np.zeros_like(y)
+    for _ in range(15):
+        small = y < 15.0
+        shift = shift + np.where(small, np.log(np.where(small, y, 1.0)), 0.0)
+        y = np.where(small, y + 1.0, y)
+    f = 1.0 / (y * y)
+    series = (1 / 12 + f * (-1 / 360 + f * (1 / 1260 + f * (-1 / 1680 + f * (1 / 1188))))) / y
+    out = (y - 0.5) * np.log(y) - y + 0.5 * np.log(2 * np.pi) + series - shift
+    with np.errstate(divide="ignore"):
+        refl = np.log(np.pi / np.abs(np.sin(np.pi * np.where(neg, x, 0.5)))) - out
+    return np.where(neg, refl, out)
+
+
+def digamma_twin(x):
+    """psi(x) by the recurrence and the asymptotic series (numpy only)."""
+    x = np.asarray(x, dtype=float)
+    pole = (x <= 0) & (x == np.floor(x))
+    neg = (x < 0) & ~pole
+    r = np.where(neg, -np.pi / np.tan(np.pi * np.where(neg, x, 0.5)), 0.0)
+    y = np.where(neg, 1.0 - x, np.where(pole, 1.0, x))
+    for _ in range(int(_SHIFT) + 1):
+        small = y < _SHIFT
+        r = r - np.where(small, 1.0 / y, 0.0)
+        y = np.where(small, y + 1.0, y)
+    while np.any(y < _SHIFT):   # very negative arguments need more steps
+        small = y < _SHIFT
+        r = r - np.where(small, 1.0 / y, 0.0)
+        y = np.where(small, y + 1.0, y)
+    f = 1.0 / (y * y)
+    coefs = [-1 / 12, 1 / 120, -1 / 252, 1 / 240, -1 / 132, 691 / 32760, -1 / 12]
+    t = np.zeros_like(y)
+    for c in coefs[::-1]:
+        t = f * (c + t)
+    return np.where(pole, np.nan, r + np.log(y) - 0.5 / y + t)
+
+
+def polygamma_twin(n, x):
+    """The n-th derivative of digamma, n >= 1, x > 0 (numpy only)."""
+    if n == 0:
+        return digamma_twin(x)
+    x = np.asarray(x, dtype=float)
+    bad = ~(x > 0)
+    y = np.where(bad, 1.0, x)
+    nfact = math.factorial(n)
+    r = np.zeros_like(y)
+    for _ in range(int(_PG_SHIFT) + 1):
+        small = y < _PG_SHIFT
+        r = r + np.where(small, nfact / y ** (n + 1), 0.0)
+        y = np.where(small, y + 1.0, y)
+    s = math.factorial(n - 1) / y ** n + 0.5 * nfact / y ** (n + 1)
+    for k in range(1, 8):
+        coef = math.factorial(2 * k + n - 1) / math.factorial(2 * k)
+        s = s + _B2K[k - 1] * coef / y ** (2 * k + n)
+    return np.where(bad, np.nan, (1.0 if n % 2 == 1 else -1.0) * (r + s))

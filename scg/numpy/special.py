@@ -1,0 +1,51 @@
+"""Special functions as primitives: lgamma, digamma, polygamma, and compositions.
+
+Each is elementwise (batchable over draws) and computed by a numba kernel from
+`scg.kernels.special`; each VJP is the next function of the chain, so
+derivatives of any order follow. scipy is not needed at run time.
+"""
+
+import numpy as np
+
+from ..core.tape import Primitive, defvjp
+from ..kernels import special as K
+from . import rules as R
+
+EW = "elementwise"
+
+
+def _flat(kernel, x, *lead):
+    x = np.asarray(x, dtype=float)
+    out = np.empty(x.shape)
+    kernel(*lead, out.reshape(-1), x.reshape(-1))  # reshape copies non-contiguous x
+    return out if out.ndim else out[()]
+
+
+lgamma = Primitive("lgamma", lambda x: _flat(K.lgamma_kernel, x),
+                   doc="log|Gamma(x)|, elementwise.", batch=EW)
+digamma = Primitive("digamma", lambda x: _flat(K.digamma_kernel, x),
+                    doc="psi(x) = d/dx lgamma(x), elementwise.", batch=EW)
+polygamma = Primitive("polygamma", lambda n, x: _flat(K.polygamma_kernel, x, int(n)),
+                      doc="polygamma(n, x): the n-th derivative of digamma (static int n >= 0).",
+                      batch=EW)
+
+defvjp(lgamma, lambda g, ans, x: R.multiply(g, digamma(x)))
+defvjp(digamma, lambda g, ans, x: R.multiply(g, polygamma(1, x)))
+defvjp(polygamma, None, lambda g, ans, n, x: R.multiply(g, polygamma(int(n) + 1, x)))
+
+
+def trigamma(x):
+    """The derivative of digamma."""
+    return polygamma(1, x)
+
+
+def lbeta(a, b):
+    """log B(a, b) = lgamma(a) + lgamma(b) - lgamma(a + b)."""
+    return lgamma(a) + lgamma(b) - lgamma(R.add(a, b))
+
+
+def xlogy(x, y):
+    """x * log(y), taken as 0 where x == 0 (also for y == 0)."""
+    zero = np.equal(x, 0) if not isinstance(x, (int, float)) else (x == 0)
+    safe = np.where(zero, 1.0, y)
+    return np.where(zero, 0.0, x * np.log(safe))

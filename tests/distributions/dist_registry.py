@@ -1,0 +1,100 @@
+"""One registry of every family: parameters, a scipy reference and test settings.
+
+Adding a family to the tests is one `Example(...)` line here.
+"""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.special as ss
+from scipy import stats
+
+import scg
+
+
+@dataclass
+class Example:
+    dist: type
+    params: dict                       # plain parameter values (batch shape (2,) mostly)
+    scipy_logpdf: object               # value, **params -> log-density (broadcasting)
+    score_params: tuple = ()           # parameters whose score has mean zero
+    discrete_max: int = None           # discrete: normalization checked on 0..discrete_max
+    uniform_noise: object = None       # implicit families: (params, u) -> noise at level u
+    id: str = field(default="")
+
+    def make(self, **override):
+        return self.dist(**{**self.params, **override})
+
+
+def _mvn_logpdf(x, loc, scale_tril):
+    cov = scale_tril @ scale_tril.T
+    return stats.multivariate_normal(loc, cov).logpdf(x)
+
+
+def _dirichlet_logpdf(x, concentration):
+    x = np.atleast_2d(x)
+    return np.array([stats.dirichlet(concentration).logpdf(row) for row in x.reshape(-1, x.shape[-1])]
+                    ).reshape(x.shape[:-1])
+
+
+def _categorical_logpdf(x, probs=None, logits=None):
+    p = probs if probs is not None else ss.softmax(logits, axis=-1)
+    x = np.asarray(x, dtype=int)
+    return np.log(np.take_along_axis(np.broadcast_to(p, x.shape + p.shape[-1:]),
+                                     x[..., None], -1)[..., 0])
+
+
+EXAMPLES = [
+    Example(scg.Normal, dict(loc=np.array([0.3, -1.0]), scale=np.array([1.5, 0.4])),
+            lambda x, loc, scale: stats.norm(loc, scale).logpdf(x), ("loc", "scale")),
+    Example(scg.MultivariateNormal,
+            dict(loc=np.array([0.5, -0.2, 1.0]),
+                 scale_tril=np.array([[1.0, 0, 0], [0.3, 0.8, 0], [-0.2, 0.4, 1.5]])),
+            _mvn_logpdf, ("loc", "scale_tril")),
+    Example(scg.LogNormal, dict(loc=np.array([0.2, -0.5]), scale=np.array([0.5, 0.3])),
+            lambda x, loc, scale: stats.lognorm(scale, scale=np.exp(loc)).logpdf(x),
+            ("loc", "scale")),
+    Example(scg.Uniform, dict(low=np.array([-1.0, 2.0]), high=np.array([1.0, 5.0])),
+            lambda x, low, high: stats.uniform(low, high - low).logpdf(x)),
+    Example(scg.Exponential, dict(rate=np.array([0.5, 3.0])),
+            lambda x, rate: stats.expon(scale=1 / rate).logpdf(x), ("rate",)),
+    Example(scg.Laplace, dict(loc=np.array([0.0, 2.0]), scale=np.array([1.0, 0.5])),
+            lambda x, loc, scale: stats.laplace(loc, scale).logpdf(x), ("loc", "scale")),
+    Example(scg.Gumbel, dict(loc=np.array([0.0, 2.0]), scale=np.array([1.0, 0.5])),
+            lambda x, loc, scale: stats.gumbel_r(loc, scale).logpdf(x), ("loc", "scale")),
+    Example(scg.Gamma, dict(concentration=np.array([0.7, 4.0]), rate=np.array([2.0, 0.5])),
+            lambda x, concentration, rate: stats.gamma(concentration, scale=1 / rate).logpdf(x),
+            ("concentration", "rate"),
+            uniform_noise=lambda p, u: ss.gammaincinv(p["concentration"], u)),
+    Example(scg.Beta, dict(a=np.array([0.6, 3.0]), b=np.array([2.0, 1.5])),
+            lambda x, a, b: stats.beta(a, b).logpdf(x), ("a", "b"),
+            uniform_noise=lambda p, u: ss.betaincinv(p["a"], p["b"], u)),
+    Example(scg.Dirichlet, dict(concentration=np.array([0.8, 2.0, 5.0])),
+            _dirichlet_logpdf, ("concentration",),
+            uniform_noise=lambda p, u: ss.gammaincinv(p["concentration"], u)),
+    Example(scg.Bernoulli, dict(probs=np.array([0.2, 0.7])),
+            lambda x, probs: stats.bernoulli(probs).logpmf(x), ("probs",), discrete_max=1),
+    Example(scg.Bernoulli, dict(logits=np.array([-1.0, 2.0])),
+            lambda x, logits: stats.bernoulli(ss.expit(logits)).logpmf(x), ("logits",),
+            discrete_max=1, id="Bernoulli-logits"),
+    Example(scg.Categorical, dict(probs=np.array([[0.1, 0.6, 0.3], [0.5, 0.25, 0.25]])),
+            _categorical_logpdf, (), discrete_max=2),
+    Example(scg.Categorical, dict(logits=np.array([[0.0, 1.0, -1.0], [2.0, 0.5, 0.1]])),
+            _categorical_logpdf, ("logits",), discrete_max=2, id="Categorical-logits"),
+    Example(scg.Poisson, dict(rate=np.array([0.5, 4.0])),
+            lambda x, rate: stats.poisson(rate).logpmf(x), ("rate",), discrete_max=60),
+    Example(scg.Binomial, dict(total_count=np.array([5.0, 12.0]), probs=np.array([0.3, 0.8])),
+            lambda x, total_count, probs: stats.binom(total_count, probs).logpmf(x), ("probs",),
+            discrete_max=12),
+    Example(scg.Geometric, dict(probs=np.array([0.3, 0.8])),
+            lambda x, probs: stats.geom(probs, loc=-1).logpmf(x), ("probs",), discrete_max=150),
+]
+for _e in EXAMPLES:
+    _e.id = _e.id or _e.dist.__name__
+
+REPARAM = [e for e in EXAMPLES if e.dist.has_rsample]
+DISCRETE = [e for e in EXAMPLES if e.discrete_max is not None]
+
+
+def ids(examples):
+    return [e.id for e in examples]

@@ -1,0 +1,57 @@
+"""Invalid parameters raise ValueError naming the family, the parameter, the problem and the count."""
+
+import numpy as np
+import pytest
+
+import scg
+
+BAD = [
+    (scg.Normal, dict(loc=0.0, scale=np.array([1.0, -1.0, 0.0])), "scale", "2 of 3"),
+    (scg.Normal, dict(loc=np.nan, scale=1.0), "loc", "1 of 1"),
+    (scg.MultivariateNormal, dict(loc=np.zeros(2), scale_tril=np.array([[1.0, 1.0], [0.0, 1.0]])),
+     "scale_tril", "lower triangular"),
+    (scg.LogNormal, dict(loc=0.0, scale=-2.0), "scale", "positive"),
+    (scg.Uniform, dict(low=np.array([0.0, 1.0]), high=np.array([1.0, 0.5])), "high", "1 of 2"),
+    (scg.Exponential, dict(rate=np.array([0.0, 1.0])), "rate", "1 of 2"),
+    (scg.Laplace, dict(loc=0.0, scale=0.0), "scale", "positive"),
+    (scg.Gumbel, dict(loc=np.inf, scale=1.0), "loc", "real"),
+    (scg.Gamma, dict(concentration=-1.0, rate=1.0), "concentration", "positive"),
+    (scg.Beta, dict(a=1.0, b=np.array([1.0, np.nan])), "b", "1 of 2"),
+    (scg.Dirichlet, dict(concentration=np.array([1.0, 0.0])), "concentration", "positive"),
+    (scg.Bernoulli, dict(probs=np.array([0.5, 1.5])), "probs", "[0, 1]"),
+    (scg.Categorical, dict(probs=np.array([0.5, 0.6])), "probs", "summing to 1"),
+    (scg.Categorical, dict(probs=np.array([[0.5, 0.5], [1.2, -0.2]])), "probs", "1 of 2"),
+    (scg.Poisson, dict(rate=-3.0), "rate", "positive"),
+    (scg.Binomial, dict(total_count=2.5, probs=0.5), "total_count", "integer"),
+    (scg.Binomial, dict(total_count=3, probs=1.5), "probs", "[0, 1]"),
+    (scg.Geometric, dict(probs=0.0), "probs", "(0, 1]"),
+]
+
+
+@pytest.mark.parametrize("cls,params,name,text", BAD, ids=[f"{b[0].__name__}-{b[2]}" for b in BAD])
+def test_invalid_parameters_raise(cls, params, name, text):
+    with pytest.raises(ValueError) as info:
+        cls(**params)
+    msg = str(info.value)
+    assert cls.__name__ in msg and f"'{name}'" in msg and text in msg, msg
+
+
+def test_validation_switch():
+    scg.distributions.set_validation(False)
+    try:
+        scg.Normal(0.0, -1.0)           # no error
+    finally:
+        scg.distributions.set_validation(True)
+    with pytest.raises(ValueError):
+        scg.Normal(0.0, -1.0)
+    scg.Normal(0.0, -1.0, validate_args=False)
+
+
+def test_validation_sees_through_tracers():
+    with pytest.raises(ValueError, match="Gamma: parameter 'rate'"):
+        scg.grad(lambda r: scg.Gamma(1.0, r).log_prob(1.0))(-1.0)
+
+
+def test_exactly_one_of_probs_logits():
+    with pytest.raises(ValueError, match="exactly one"):
+        scg.Categorical(probs=np.ones(2) / 2, logits=np.zeros(2))
