@@ -1,6 +1,7 @@
 """User-facing transformations: grad, value_and_grad, jacobian, hessian."""
 
 import functools
+import math
 
 import numpy as np
 
@@ -47,6 +48,8 @@ class _Traced:
 
 
 def _as_float(leaf, argnum, path):
+    if type(leaf) is np.ndarray and leaf.dtype == np.float64:
+        return leaf  # the common case; never written to, so no copy is needed
     if isinstance(leaf, Tracer):
         return leaf
     arr = np.asarray(leaf)
@@ -58,6 +61,8 @@ def _as_float(leaf, argnum, path):
 
 def _finish(g, shape):
     """A cotangent as the user sees it: float64 arrays at the top level, traced inside."""
+    if type(g) is np.ndarray and g.dtype == np.float64 and g.shape == shape:
+        return g
     if g is None:
         return np.zeros(shape)
     if isinstance(g, Tracer):
@@ -95,11 +100,12 @@ def value_and_grad(fun, argnums=0, *, allow_unused=False):
             traced = _Traced(args, argnums, level)
             out = fun(*traced.args, **kwargs)
             value = strip(out, level - 1)
-            if np.size(strip(value)) != 1:
-                raise TypeError(f"grad needs a scalar output, got shape {np.shape(strip(value))}; "
+            out_shape = R.shape(strip(value))
+            if out_shape and math.prod(out_shape) != 1:
+                raise TypeError(f"grad needs a scalar output, got shape {out_shape}; "
                                 "use scg.jacobian for vector outputs")
             if isinstance(out, Box) and out.level == level:
-                grads = backward(out.node, np.ones(np.shape(strip(value))), traced.roots())
+                grads = backward(out.node, np.ones(out_shape), traced.roots())
             else:
                 grads = [None] * len(traced.roots())
         _check_reached(grads, traced, fun, allow_unused)
@@ -108,7 +114,7 @@ def value_and_grad(fun, argnums=0, *, allow_unused=False):
             check(grads, traced.names(), traced.roots())
         flat = [_finish(g, s) for g, s in zip(grads, traced.shapes())]
         if not isinstance(value, Tracer):
-            value = float(np.reshape(value, ()))
+            value = float(value.item() if hasattr(value, "item") else value)
         return value, traced.rebuild(flat)
 
     return value_and_grad_fun

@@ -5,6 +5,8 @@ traced values is itself recorded and derivatives of any order follow.
 A rule has the signature (g, ans, *args, **kwargs) -> cotangent of one argument.
 """
 
+import math
+
 import numpy as np
 
 from ..core.tape import Box, Primitive, Tracer, defvjp, strip
@@ -19,7 +21,8 @@ def prim(name, fn, kind="smooth", doc=None, batch=None):
 
 def shape(x):
     """Shape of a plain or traced value (the logical shape of a per-sample value)."""
-    return x.shape if isinstance(x, Tracer) else np.shape(x)
+    s = getattr(x, "shape", None)  # arrays, numpy scalars and tracers; np.shape for the rest
+    return np.shape(x) if s is None else s
 
 
 def ndim(x):
@@ -29,15 +32,19 @@ def ndim(x):
 def unbroadcast(g, target_shape):
     """Sum a cotangent of a broadcast result back to an input of `target_shape`."""
     gshape = shape(g)
-    if gshape == tuple(target_shape):
+    if gshape == target_shape:
+        return g
+    target_shape = tuple(target_shape)
+    if gshape == target_shape:
         return g
     extra = len(gshape) - len(target_shape)
-    axes = tuple(range(extra)) + tuple(
-        i + extra for i, s in enumerate(target_shape) if s == 1 and gshape[i + extra] != 1
-    )
-    if axes:
-        g = sum_(g, axis=axes)
-    return reshape(g, tuple(target_shape))
+    inner = tuple(i + extra for i, s in enumerate(target_shape)
+                  if s == 1 and gshape[i + extra] != 1)
+    if not inner:  # only leading axes were added: summing them gives the shape
+        return sum_(g, axis=tuple(range(extra)))
+    if not extra:  # only size-1 axes were stretched: keep them
+        return sum_(g, axis=inner, keepdims=True)
+    return reshape(sum_(g, axis=tuple(range(extra)) + inner), target_shape)
 
 
 def _axes_tuple(axis, nd):
@@ -50,7 +57,7 @@ def _axes_tuple(axis, nd):
 
 def _restore_reduced(g, x_shape, axis, keepdims):
     """Broadcast the cotangent of a reduction back to the input's shape."""
-    if not keepdims:
+    if not keepdims and axis is not None:  # (a full reduction is 0-d and broadcasts as is)
         axes = _axes_tuple(axis, len(x_shape))
         g = reshape(g, tuple(1 if i in axes else s for i, s in enumerate(x_shape)))
     return broadcast_to(g, x_shape)
@@ -187,14 +194,18 @@ defvjp(clip, lambda g, ans, x, lo, hi: unbroadcast(where(_clip_inside(x, lo, hi)
        lambda g, ans, x, lo, hi: unbroadcast(where(strip(x) > strip(hi), g, 0.0), shape(hi)))
 
 # ---------------------------------------------------------------- reductions
-sum_ = prim("sum", np.sum)
+def _sum(x, axis=None, keepdims=False):
+    return np.add.reduce(x, axis=axis, keepdims=keepdims)  # np.sum minus its Python wrapper
+
+
+sum_ = prim("sum", _sum)
 mean = prim("mean", np.mean)
 max_ = prim("max", np.max)
 min_ = prim("min", np.min)
 
 
 def _count(x_shape, axis):
-    return int(np.prod([x_shape[a] for a in _axes_tuple(axis, len(x_shape))]))
+    return math.prod([x_shape[a] for a in _axes_tuple(axis, len(x_shape))])
 
 
 def _extremum_vjp(g, ans, x, axis=None, keepdims=False):
@@ -213,12 +224,34 @@ defvjp(max_, _extremum_vjp)
 defvjp(min_, _extremum_vjp)
 
 # ---------------------------------------------------------------- shapes
-reshape = prim("reshape", np.reshape)
-transpose = prim("transpose", np.transpose)
-swapaxes = prim("swapaxes", np.swapaxes)
+# The array methods are several times cheaper than the numpy functions on small arrays.
+def _reshape(x, newshape):
+    return x.reshape(newshape) if isinstance(x, (np.ndarray, np.generic)) else np.reshape(x, newshape)
+
+
+def _transpose(x, axes=None):
+    return x.transpose(axes) if type(x) is np.ndarray else np.transpose(x, axes)
+
+
+def _swapaxes(x, a, b):
+    return x.swapaxes(a, b) if type(x) is np.ndarray else np.swapaxes(x, a, b)
+
+
+def _broadcast_to(x, target):
+    x_shape = np.shape(x)
+    if x_shape == target:
+        return x
+    if math.prod(x_shape) == 1 and math.prod(target) <= 4096:  # small: a copy beats a view
+        return np.full(target, _reshape(x, ()))
+    return np.broadcast_to(x, target)
+
+
+reshape = prim("reshape", _reshape)
+transpose = prim("transpose", _transpose)
+swapaxes = prim("swapaxes", _swapaxes)
 expand_dims = prim("expand_dims", np.expand_dims)
 squeeze = prim("squeeze", np.squeeze)
-broadcast_to = prim("broadcast_to", np.broadcast_to)
+broadcast_to = prim("broadcast_to", _broadcast_to)
 
 defvjp(reshape, lambda g, ans, x, newshape: reshape(g, shape(x)))
 defvjp(transpose, lambda g, ans, x, axes=None:
@@ -447,13 +480,14 @@ einsum.vjps = _EinsumRules(_einsum_piece)
 
 
 def _sigmoid(x):
-    x = np.asarray(x, dtype=float)
-    e = np.exp(-np.abs(x))
-    return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+    # exp(-x) overflows to inf for x < -709, and 1 / (1 + inf) = 0 is then the right answer.
+    with np.errstate(over="ignore"):
+        return 1.0 / (1.0 + np.exp(np.negative(x, dtype=float)))
 
 
 def _softplus(x):
-    return np.logaddexp(0.0, x)
+    # = logaddexp(0, x), but vectorized ufuncs are several times faster than np.logaddexp.
+    return np.maximum(x, 0.0) + np.log1p(np.exp(-np.abs(x)))
 
 
 def _relu(x):
