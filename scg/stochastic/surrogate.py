@@ -15,7 +15,7 @@ b of a site meets only the costs of element b.
 
 import numpy as np
 
-from ..core.tape import strip
+from ..core.tape import Box, Primitive, defvjp, strip
 from ..numpy import rules as R
 from .persample import PerSample
 
@@ -35,6 +35,38 @@ def surrogate(trace, baseline_state):
     scores = trace.score_sites()
     log_probs = {s.name: grid.layout(s.log_prob(), s.dist.batch_shape, s.plates,
                                      f"site {s.name!r}") for s in scores}
+    advantages, baselines, updates = {}, {}, []
+    for w in scores:
+        # costs-to-go per draw and element, as plain numbers: they carry no derivative
+        q = sum_all(grid.onto(strip(costs[c.name][0]), costs[c.name][1], w.plates)
+                    for c in trace.downstream_costs(w))
+        q = np.broadcast_to(np.asarray(q, dtype=float), np.shape(strip(log_probs[w.name])))
+        b = 0.0
+        if w.baseline is not None:
+            state = baseline_state.setdefault(w.name, {})
+            b = w.baseline.value(q, state)
+            updates.append((w.baseline, q, state))
+        advantages[w.name], baselines[w.name] = q - b, b
+    values = list(log_probs.values()) + [v for v, _ in costs.values()]
+    if all(_trace_depth(v) <= 1 for v in values):
+        objective = _first_order(trace, grid, costs, log_probs, advantages)
+    else:
+        objective = _dice(trace, grid, costs, log_probs, baselines)
+    return objective, updates
+
+
+def _first_order(trace, grid, costs, log_probs, advantages):
+    """Schulman et al.'s surrogate when only first derivatives are taken: the costs, plus
+    a zero-valued term per score site whose gradient is grad log p(w) * (Q_w - b_w)."""
+    total = sum_all(grid.per_draw(v) for v, _ in costs.values())
+    objective = R.mean(total) if np.ndim(strip(total)) else total
+    for name, lp in log_probs.items():
+        objective = R.add(objective, score_term(lp, advantages[name] / trace.n))
+    return objective
+
+
+def _dice(trace, grid, costs, log_probs, baselines):
+    """The DiCE form, unbiased for derivatives of every order."""
     total = 0.0
     for c in trace.cost_sites.values():
         value, plates = costs[c.name]
@@ -43,21 +75,24 @@ def surrogate(trace, baseline_state):
             tau = sum_all(grid.onto(log_probs[w.name], w.plates, plates) for w in ups)
             value = R.multiply(magic_box(tau), value)
         total = R.add(total, grid.per_draw(value))
-    updates = []
-    for w in scores:
-        if w.baseline is None:
-            continue
-        q = sum_all(grid.onto(costs[c.name][0], costs[c.name][1], w.plates)
-                    for c in trace.downstream_costs(w))
-        # costs-to-go per draw and element, as plain numbers: a baseline has no derivative
-        q = np.broadcast_to(np.asarray(strip(q), dtype=float),
-                            np.shape(strip(log_probs[w.name])))
-        state = baseline_state.setdefault(w.name, {})
-        b = w.baseline.value(q, state)
-        updates.append((w.baseline, q, state))
-        term = R.multiply(R.subtract(1.0, magic_box(log_probs[w.name])), b)
-        total = R.add(total, grid.per_draw(term))
-    return R.mean(total), updates
+    for name, lp in log_probs.items():
+        if np.any(baselines[name] != 0.0):
+            term = R.multiply(R.subtract(1.0, magic_box(lp)), baselines[name])
+            total = R.add(total, grid.per_draw(term))
+    return R.mean(total)
+
+
+def _trace_depth(x):
+    depth = 0
+    while isinstance(x, Box):
+        depth, x = depth + 1, x.value
+    return depth
+
+
+score_term = Primitive(
+    "score_term", lambda log_prob, weight: 0.0,
+    doc="0 in value; its derivative in log_prob is the (constant) weight: one score term.")
+defvjp(score_term, lambda g, ans, log_prob, weight: R.multiply(g, weight))
 
 
 def sum_all(terms):
