@@ -52,7 +52,7 @@ class Distribution:
             constraint = self.arg_constraints.get(name)
             if constraint is None:
                 continue
-            raw = np.asarray(strip(value), dtype=float)
+            raw = _without_repeats(np.asarray(strip(value), dtype=float))
             ok = np.asarray(constraint.check(raw))
             if not np.all(ok):
                 bad = int(ok.size - np.count_nonzero(ok))
@@ -115,6 +115,14 @@ class Distribution:
     def __repr__(self):
         shapes = f"batch_shape={self.batch_shape}, event_shape={self.event_shape}"
         return f"{type(self).__name__}({shapes})"
+
+
+def _without_repeats(a):
+    """A broadcast view checked once per distinct entry (per-draw parameter copies are
+    broadcast views of one value)."""
+    if 0 not in a.strides or a.size == 0:
+        return a
+    return a[tuple(slice(0, 1) if st == 0 else slice(None) for st in a.strides)]
 
 
 class Independent(Distribution):

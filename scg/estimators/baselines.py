@@ -29,6 +29,10 @@ class Baseline:
     def describe(self):
         return type(self).__name__
 
+    def __repr__(self):
+        fields = ", ".join(f"{k}={v!r}" for k, v in vars(self).items())
+        return f"{type(self).__name__}({fields})"
+
 
 class Constant(Baseline):
     """A fixed number b, the same for every draw: unbiased."""
