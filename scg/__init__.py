@@ -10,11 +10,11 @@ from .stochastic.expectation import Expectation, GradSamples, expectation, grad_
 from .stochastic.sites import blackbox, cost, plate, sample
 from .stochastic.trace import Trace
 from .numpy.rules import (log_softmax, logsumexp, relu, sigmoid, softmax, softplus,
-                          stop_gradient)
+                          stop_gradient, take)
 
 __all__ = list(distributions.__all__) + [
     "grad", "value_and_grad", "jacobian", "hessian", "stop_gradient",
-    "sigmoid", "softplus", "relu", "logsumexp", "softmax", "log_softmax",
+    "sigmoid", "softplus", "relu", "logsumexp", "softmax", "log_softmax", "take",
     "sample", "cost", "plate", "blackbox", "expectation", "grad_samples", "trace",
     "Expectation", "GradSamples", "Trace", "Pathwise", "Score", "baselines",
     "TracingError", "EstimatorError", "NoGradientPathError", "BiasWarning",

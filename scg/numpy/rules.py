@@ -329,7 +329,14 @@ SLOT = _Slot()
 
 def _fill(template, arrays):
     it = iter(arrays)
-    return tuple(next(it) if t is SLOT else t for t in template)
+    return tuple(_as_index(next(it)) if t is SLOT else t for t in template)
+
+
+def _as_index(a):
+    """Draws of discrete distributions are floats holding integers: index with them."""
+    if isinstance(a, np.ndarray) and a.dtype.kind == "f":
+        return a.astype(np.intp)
+    return a
 
 
 def index(x, idx):
@@ -353,7 +360,15 @@ gather = prim("gather", lambda x, template, *arrays: x[_fill(template, arrays)])
 
 
 def take(x, indices, axis=None):
-    """np.take as indexing, so that its gradient and batching are those of getitem."""
+    """np.take(x, indices, axis) for traced tables or traced (per-draw) indices.
+
+    numpy does not let a traced index reach scg when the table is a plain array
+    (`table[k]`, `np.take(table, k)`); inside a model, write `scg.take(table, k, axis=0)`.
+
+    Example:
+        >>> k = scg.sample("k", scg.Categorical(probs=np.ones(3) / 3))
+        >>> row = scg.take(W, k, axis=0)     # W[k] for every draw
+    """
     if axis is None:
         return index(reshape(x, (-1,)), (indices,))
     return index(x, (slice(None),) * (axis % ndim(x)) + (indices,))

@@ -77,6 +77,12 @@ class PerSample(Tracer):
     def __repr__(self):
         return f"PerSample(shape={self.shape}, n={self.n})"
 
+    def __array__(self, dtype=None, copy=None):
+        raise TracingError(
+            "a value that differs between draws cannot become a plain numpy array; if it "
+            "indexes a plain array (table[k], np.take(table, k)), write scg.take(table, k, "
+            "axis=0); otherwise apply numpy functions to it directly")
+
     def __array_function__(self, func, types, args, kwargs):
         impl = _PER_SAMPLE_FUNCTIONS.get(func)
         if impl is not None:
@@ -294,7 +300,8 @@ def _gather(prim, args, kwargs, level):
     n = _n_of(args, level)
     advanced = [i for i in index if _is_advanced(i)]
     rank = max(len(_lshape(i, level)) if _is_ps(i, level) else np.ndim(i) for i in advanced)
-    index = tuple(lift(i, rank, level) if _is_ps(i, level) else i for i in index)
+    index = tuple(R._as_index(strip(lift(i, rank, level))) if _is_ps(i, level) else i
+                  for i in index)
     if not _is_ps(x, level):  # shared table: the sample axis appears where the arrays were
         out = R.getitem(x, index)
         return R.transpose(out, _move_to_front(first, R.ndim(out)))

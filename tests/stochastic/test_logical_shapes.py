@@ -62,13 +62,34 @@ def test_per_draw_values_match_a_loop_over_draws():
         v = scg.sample("v", scg.Normal(np.zeros(3), 1.0))
         h = np.tanh(v @ W)                      # (2,)
         k = scg.sample("k", scg.Categorical(logits=np.array([0.1, 0.2, 0.3])))
-        row = np.take(W, k, axis=0)             # per-sample index into a shared table
+        row = scg.take(W, k, axis=0)            # per-sample index into a shared table
         return np.sum(h ** 2) + np.sum(row * h)
 
     t = run(model, 0.0, n=7)
     v = np.asarray(t.sites["v"].value)
     k = np.asarray(t.sites["k"].value).astype(int)
     expected = [np.sum(np.tanh(v[i] @ W) ** 2) + W[k[i]] @ np.tanh(v[i] @ W) for i in range(7)]
+    assert np.allclose(t.costs["return"], expected)
+
+
+def test_indexing_a_plain_table_with_a_draw_points_to_scg_take():
+    def model(_):
+        k = scg.sample("k", scg.Categorical(probs=np.ones(3) / 3))
+        return np.arange(3.0)[k]
+
+    with pytest.raises(scg.TracingError, match="scg.take"):
+        run(model, 0.0)
+
+
+def test_per_sample_indices_into_per_sample_and_traced_tables():
+    def model(theta):
+        v = scg.sample("v", scg.Normal(theta, 1.0))                   # (4,)
+        k = scg.sample("k", scg.Categorical(logits=np.zeros(4)))
+        return v[k] + theta[k] * 10.0 + np.sum(v[1:3])
+
+    t = run(model, np.arange(4.0), n=6)
+    v, k = t.sites["v"].value, t.sites["k"].value.astype(int)
+    expected = v[np.arange(6), k] + 10.0 * k + v[:, 1:3].sum(axis=1)
     assert np.allclose(t.costs["return"], expected)
 
 
