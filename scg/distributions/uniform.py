@@ -32,7 +32,7 @@ class Uniform(Distribution):
     def _validate(self):
         super()._validate()
         from ._util import plain
-        ok = np.broadcast_to(plain(self.low) < plain(self.high), self.batch_shape)
+        ok = np.asarray(plain(self.low) < plain(self.high))  # physical values: any shape
         if not np.all(ok):
             bad = int(ok.size - np.count_nonzero(ok))
             raise ValueError(f"Uniform: parameter 'high' must be greater than low; {bad} of "

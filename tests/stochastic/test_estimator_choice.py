@@ -117,3 +117,29 @@ def test_a_discrete_site_between_keeps_the_upstream_site_pathwise():
     w = w / w.sum()
     exact = 3.0 * w @ (stats.logistic.pdf(MU + e))
     assert abs(gs.mean - exact) < 5 * gs.stderr
+
+
+def test_uniform_with_a_moving_support():
+    """x ~ Uniform(0, theta), f = x: dF/dtheta = 1/2. The score misses the boundary term."""
+    def model(theta, est):
+        return scg.sample("x", scg.Uniform(0.0, theta), estimator=est)
+
+    gs = scg.grad_samples(scg.expectation(model, n=100_000, seed=6))(1.0, "auto")
+    assert abs(gs.mean - 0.5) < 5 * gs.stderr
+    with pytest.warns(scg.BiasWarning, match="support.*moves"):
+        g = scg.grad(scg.expectation(model, n=100_000, seed=6))(1.0, "score")
+    assert g == pytest.approx(-0.5, abs=0.01)      # -1/theta times E[x]: biased
+
+
+def test_exponential_score_variance_is_13_times_the_pathwise():
+    """x ~ Exp(lambda), f = x: pathwise variance 1/lambda^4, score 13/lambda^4."""
+    lam = 2.0
+    out = {}
+    for est in ("pathwise", "score"):
+        def model(rate, est=est):
+            return scg.sample("x", scg.Exponential(rate), estimator=est)
+        gs = scg.grad_samples(scg.expectation(model, n=400_000, seed=7))(lam)
+        assert abs(gs.mean - (-1 / lam ** 2)) < 5 * gs.stderr
+        out[est] = gs.var
+    assert out["pathwise"] == pytest.approx(1 / lam ** 4, rel=0.05)
+    assert out["score"] == pytest.approx(13 / lam ** 4, rel=0.1)   # heavy tails: 10%
