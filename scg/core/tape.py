@@ -10,7 +10,10 @@ written with primitives themselves, so they are recorded by outer levels and
 derivatives of any order work.
 """
 
+import itertools
+
 _level = [0]
+_node_ids = itertools.count()
 
 
 class new_level:
@@ -87,9 +90,13 @@ def defvjp(prim, *rules):
 
 
 class Node:
-    """One recorded call: the primitive, its output and inputs, and traced parents."""
+    """One recorded call: the primitive, its output and inputs, and traced parents.
 
-    __slots__ = ("prim", "ans", "args", "kwargs", "parents")
+    `order` increases with creation; a node's parents exist before it, so visiting nodes
+    by decreasing `order` visits every node after all the nodes that use it.
+    """
+
+    __slots__ = ("prim", "ans", "args", "kwargs", "parents", "order")
 
     def __init__(self, prim, ans, args, kwargs, parents):
         self.prim = prim
@@ -97,6 +104,7 @@ class Node:
         self.args = args
         self.kwargs = kwargs
         self.parents = parents  # list of (argnum, Node)
+        self.order = next(_node_ids)
 
 
 class Box(Tracer):
@@ -146,29 +154,20 @@ def strip(x, level=0):
     return x
 
 
+def _order(node):
+    return node.order
+
+
 def _toposort(end):
     """Nodes reachable from `end`, each after every node that uses it (children first)."""
-    child_counts = {}
+    seen = {end}
     stack = [end]
     while stack:
-        node = stack.pop()
-        if node in child_counts:
-            child_counts[node] += 1
-        else:
-            child_counts[node] = 1
-            for _, p in node.parents:
-                stack.append(p)
-    order = []
-    childless = [end]
-    while childless:
-        node = childless.pop()
-        order.append(node)
-        for _, parent in node.parents:
-            if child_counts[parent] == 1:
-                childless.append(parent)
-            else:
-                child_counts[parent] -= 1
-    return order
+        for _, parent in stack.pop().parents:
+            if parent not in seen:
+                seen.add(parent)
+                stack.append(parent)
+    return sorted(seen, key=_order, reverse=True)
 
 
 def backward(out_node, g, roots):
