@@ -2,7 +2,7 @@
 
 from . import numpy as _numpy_rules  # noqa: F401  (installs numpy dispatch on traced values)
 from . import distributions
-from .core.api import grad, hessian, jacobian, value_and_grad
+from .core.api import grad, hessian, hvp, jacobian, value_and_grad
 from .distributions import *  # noqa: F401,F403  (every family: scg.Normal, scg.Bernoulli, ...)
 from .errors import BiasWarning, EstimatorError, NoGradientPathError, TracingError
 from .estimators import Pathwise, Score, baselines
@@ -13,7 +13,7 @@ from .numpy.rules import (log_softmax, logsumexp, relu, sigmoid, softmax, softpl
                           stop_gradient, take)
 
 __all__ = list(distributions.__all__) + [
-    "grad", "value_and_grad", "jacobian", "hessian", "stop_gradient",
+    "grad", "value_and_grad", "jacobian", "hessian", "hvp", "stop_gradient",
     "sigmoid", "softplus", "relu", "logsumexp", "softmax", "log_softmax", "take",
     "sample", "cost", "plate", "blackbox", "expectation", "grad_samples", "trace",
     "Expectation", "GradSamples", "Trace", "Pathwise", "Score", "baselines",

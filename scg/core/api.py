@@ -192,3 +192,40 @@ def hessian(fun, argnums=0):
     For an expectation, the estimate is unbiased (see docs: higher-order derivatives).
     """
     return jacobian(grad(fun, argnums), argnums)
+
+
+def hvp(fun, argnums=0):
+    """Return a function computing the Hessian of scalar `fun` times a vector, without
+    building the Hessian: `hvp(f)(x, v)` is the gradient of <grad f(x), v>.
+
+    `v` has the structure of the differentiated argument (a tuple of them when argnums is a
+    tuple). For an expectation the product is an unbiased estimate.
+
+    Example:
+        >>> scg.hvp(lambda x: np.sum(x ** 3))(np.array([1.0, 2.0]), np.array([1.0, 0.0]))
+        array([6., 0.])
+    """
+    g = grad(fun, argnums)
+
+    def hvp_fun(*args, **kwargs):
+        *primals, v = args
+
+        def directional(*xs):
+            return _tree_dot(g(*xs, **kwargs), v)
+
+        return grad(directional, argnums)(*primals)
+
+    return hvp_fun
+
+
+def _tree_dot(a, b):
+    a_leaves, b_leaves = pytree.flatten(a)[0], pytree.flatten(b)[0]
+    if len(a_leaves) != len(b_leaves):
+        raise TypeError("hvp: the vector must have the structure of the differentiated argument")
+    total = 0.0
+    for x, y in zip(a_leaves, b_leaves):
+        if R.shape(x) != np.shape(y):
+            raise ValueError(f"hvp: a vector leaf of shape {np.shape(y)} for an argument of "
+                             f"shape {R.shape(x)}")
+        total = R.add(total, R.sum_(R.multiply(x, np.asarray(y, dtype=float))))
+    return total

@@ -66,7 +66,8 @@ def _first_order(trace, grid, costs, log_probs, advantages):
 
 
 def _dice(trace, grid, costs, log_probs, baselines):
-    """The DiCE form, unbiased for derivatives of every order."""
+    """The DiCE form, unbiased for derivatives of every order (Foerster et al. 2018), with
+    the baselines of Mao et al. (2019) and Farquhar et al. (2019)."""
     total = 0.0
     for c in trace.cost_sites.values():
         value, plates = costs[c.name]
@@ -75,10 +76,18 @@ def _dice(trace, grid, costs, log_probs, baselines):
             tau = sum_all(grid.onto(log_probs[w.name], w.plates, plates) for w in ups)
             value = R.multiply(magic_box(tau), value)
         total = R.add(total, grid.per_draw(value))
-    for name, lp in log_probs.items():
-        if np.any(baselines[name] != 0.0):
-            term = R.multiply(R.subtract(1.0, magic_box(lp)), baselines[name])
-            total = R.add(total, grid.per_draw(term))
+    for w in trace.score_sites():
+        if np.all(baselines[w.name] == 0.0):
+            continue
+        # (1 - box(log p(w))) b_w, weighted as in Loaded DiCE by the box of the score sites
+        # upstream of w: zero in value and in expectation at every order, and it also
+        # reduces the variance of the cross terms of higher derivatives
+        term = R.multiply(R.subtract(1.0, magic_box(log_probs[w.name])), baselines[w.name])
+        ups = [u for u in trace.score_sites() if u.name in w.param_deps.up]
+        if ups:
+            tau = sum_all(grid.onto(log_probs[u.name], u.plates, w.plates) for u in ups)
+            term = R.multiply(magic_box(tau), term)
+        total = R.add(total, grid.per_draw(term))
     return R.mean(total)
 
 
