@@ -399,23 +399,25 @@ matmul = prim("matmul", np.matmul)
 
 
 def _matmul_a(g, ans, a, b):
-    if ndim(b) == 1:
-        if ndim(a) == 1:
+    sa, nb = shape(a), ndim(b)
+    if nb == 1:
+        if len(sa) == 1:
             return multiply(g, b)
-        return unbroadcast(multiply(expand_dims(g, -1), b), shape(a))
-    if ndim(a) == 1:
-        return unbroadcast(squeeze(matmul(b, expand_dims(g, -1)), -1), shape(a))
-    return unbroadcast(matmul(g, swapaxes(b, -1, -2)), shape(a))
+        return unbroadcast(multiply(expand_dims(g, -1), b), sa)
+    if len(sa) == 1:
+        return unbroadcast(squeeze(matmul(b, expand_dims(g, -1)), -1), sa)
+    return unbroadcast(matmul(g, swapaxes(b, -1, -2)), sa)
 
 
 def _matmul_b(g, ans, a, b):
-    if ndim(a) == 1:
-        if ndim(b) == 1:
+    na, sb = ndim(a), shape(b)
+    if na == 1:
+        if len(sb) == 1:
             return multiply(g, a)
-        return unbroadcast(multiply(expand_dims(a, -1), expand_dims(g, -2)), shape(b))
-    if ndim(b) == 1:
-        return unbroadcast(squeeze(matmul(swapaxes(a, -1, -2), expand_dims(g, -1)), -1), shape(b))
-    return unbroadcast(matmul(swapaxes(a, -1, -2), g), shape(b))
+        return unbroadcast(multiply(expand_dims(a, -1), expand_dims(g, -2)), sb)
+    if len(sb) == 1:
+        return unbroadcast(squeeze(matmul(swapaxes(a, -1, -2), expand_dims(g, -1)), -1), sb)
+    return unbroadcast(matmul(swapaxes(a, -1, -2), g), sb)
 
 
 defvjp(matmul, _matmul_a, _matmul_b)
