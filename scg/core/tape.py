@@ -11,6 +11,7 @@ derivatives of any order work.
 """
 
 import itertools
+from operator import attrgetter
 
 _level = [0]
 _node_ids = itertools.count()
@@ -154,8 +155,7 @@ def strip(x, level=0):
     return x
 
 
-def _order(node):
-    return node.order
+_order = attrgetter("order")
 
 
 def _toposort(end):
