@@ -218,8 +218,9 @@ def _extremum_vjp(g, ans, x, axis=None, keepdims=False):
 
 defvjp(sum_, lambda g, ans, x, axis=None, keepdims=False:
        _restore_reduced(g, shape(x), axis, keepdims))
+# divide the small cotangent, then broadcast: a view, not a pass over the input's size
 defvjp(mean, lambda g, ans, x, axis=None, keepdims=False:
-       divide(_restore_reduced(g, shape(x), axis, keepdims), float(_count(shape(x), axis))))
+       _restore_reduced(divide(g, float(_count(shape(x), axis))), shape(x), axis, keepdims))
 defvjp(max_, _extremum_vjp)
 defvjp(min_, _extremum_vjp)
 

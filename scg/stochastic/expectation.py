@@ -179,7 +179,8 @@ def grad_samples(E, argnums=0, *, allow_unused=False):
 
             objective = E._objective(traced.args, kwargs, wrap_args=per_draw_args)
             if isinstance(objective, Box) and objective.level == level:
-                grads = backward(objective.node, np.ones(()), [c.node for c in copies])
+                # seeded with n: the objective averages the draws, each copy gets its own
+                grads = backward(objective.node, np.float64(n), [c.node for c in copies])
             else:
                 grads = [None] * len(copies)
         names = traced.names()
@@ -189,7 +190,7 @@ def grad_samples(E, argnums=0, *, allow_unused=False):
                 if not allow_unused:
                     raise NoGradientPathError(E.no_path_message(name))
                 g = np.zeros(np.shape(c.value))
-            flat.append(np.asarray(strip(g), dtype=float) * n)
+            flat.append(np.asarray(strip(g), dtype=float))
         return GradSamples(traced.rebuild(flat), n)
 
     return grad_samples_fun
