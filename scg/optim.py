@@ -1,0 +1,109 @@
+"""First-order optimizers over pytrees of arrays: SGD (with momentum) and Adam.
+
+An optimizer is a small object with `init(params) -> state` and
+`update(grads, state, params) -> (new_params, new_state)`; parameters, gradients and
+states are nested dicts / lists / tuples of arrays, as `scg.grad` returns them. Nothing
+is modified in place. The convention is minimization: the update moves against the gradient.
+
+Example:
+    >>> opt = scg.optim.Adam(1e-2)
+    >>> state = opt.init(params)
+    >>> for _ in range(100):
+    ...     params, state = opt.update(scg.grad(E)(params), state, params)
+"""
+
+import numpy as np
+
+from .core import pytree
+
+
+def _flat(tree):
+    leaves, treedef, _ = pytree.flatten(tree)
+    return leaves, treedef
+
+
+class SGD:
+    """Stochastic gradient descent, with optional (heavy-ball) momentum.
+
+    v <- momentum * v + g;  params <- params - lr * v   (v = g when momentum is 0)
+    """
+
+    def __init__(self, lr, momentum=0.0):
+        if lr <= 0:
+            raise ValueError(f"SGD: lr must be positive, got {lr}")
+        if not 0.0 <= momentum < 1.0:
+            raise ValueError(f"SGD: momentum must be in [0, 1), got {momentum}")
+        self.lr, self.momentum = float(lr), float(momentum)
+
+    def init(self, params):
+        if not self.momentum:
+            return None
+        leaves, treedef = _flat(params)
+        return pytree.unflatten(treedef, [np.zeros(np.shape(p)) for p in leaves])
+
+    def update(self, grads, state, params):
+        p_leaves, treedef = _flat(params)
+        g_leaves = _flat(grads)[0]
+        _check(p_leaves, g_leaves, "SGD")
+        if not self.momentum:
+            return pytree.unflatten(treedef, [p - self.lr * g for p, g in
+                                              zip(p_leaves, g_leaves)]), None
+        v_leaves = [self.momentum * v + g for v, g in zip(_flat(state)[0], g_leaves)]
+        new = [p - self.lr * v for p, v in zip(p_leaves, v_leaves)]
+        return pytree.unflatten(treedef, new), pytree.unflatten(treedef, v_leaves)
+
+    def __repr__(self):
+        return f"SGD(lr={self.lr:g}, momentum={self.momentum:g})"
+
+
+class Adam:
+    """Adam (Kingma and Ba, 2015) with bias-corrected moments.
+
+    m <- b1 m + (1 - b1) g;  v <- b2 v + (1 - b2) g^2;
+    params <- params - lr * m_hat / (sqrt(v_hat) + eps), m_hat = m / (1 - b1^t), v_hat = v / (1 - b2^t)
+    """
+
+    def __init__(self, lr=1e-3, b1=0.9, b2=0.999, eps=1e-8):
+        if lr <= 0:
+            raise ValueError(f"Adam: lr must be positive, got {lr}")
+        if not (0.0 <= b1 < 1.0 and 0.0 <= b2 < 1.0):
+            raise ValueError(f"Adam: b1 and b2 must be in [0, 1), got {b1}, {b2}")
+        self.lr, self.b1, self.b2, self.eps = float(lr), float(b1), float(b2), float(eps)
+
+    def init(self, params):
+        """State: {"t": 0, "m": zeros like params, "v": zeros like params}."""
+        leaves, treedef = _flat(params)
+        zeros = lambda: pytree.unflatten(treedef, [np.zeros(np.shape(p)) for p in leaves])
+        return {"t": 0, "m": zeros(), "v": zeros()}
+
+    def update(self, grads, state, params):
+        p_leaves, treedef = _flat(params)
+        g_leaves = _flat(grads)[0]
+        _check(p_leaves, g_leaves, "Adam")
+        t = state["t"] + 1
+        b1, b2 = self.b1, self.b2
+        # fold both bias corrections into the step size (the form of the Adam paper, sec. 2)
+        step = self.lr * np.sqrt(1.0 - b2 ** t) / (1.0 - b1 ** t)
+        eps = self.eps * np.sqrt(1.0 - b2 ** t)
+        new_p, new_m, new_v = [], [], []
+        for p, g, m, v in zip(p_leaves, g_leaves, _flat(state["m"])[0], _flat(state["v"])[0]):
+            m = b1 * m + (1.0 - b1) * g
+            v = b2 * v + (1.0 - b2) * (g * g)
+            new_p.append(p - step * m / (np.sqrt(v) + eps))
+            new_m.append(m)
+            new_v.append(v)
+        return pytree.unflatten(treedef, new_p), {
+            "t": t, "m": pytree.unflatten(treedef, new_m), "v": pytree.unflatten(treedef, new_v)}
+
+    def __repr__(self):
+        return f"Adam(lr={self.lr:g}, b1={self.b1:g}, b2={self.b2:g}, eps={self.eps:g})"
+
+
+def _check(p_leaves, g_leaves, who):
+    if len(p_leaves) != len(g_leaves):
+        raise ValueError(f"{who}.update: the gradients have {len(g_leaves)} leaves but the "
+                         f"parameters have {len(p_leaves)}")
+    for p, g in zip(p_leaves, g_leaves):
+        if np.shape(p) != np.shape(g):
+            raise ValueError(f"{who}.update: a gradient of shape {np.shape(g)} for a parameter "
+                             f"of shape {np.shape(p)}")
