@@ -19,3 +19,7 @@ __all__ = list(distributions.__all__) + [
     "Expectation", "GradSamples", "Trace", "Pathwise", "Score", "baselines",
     "TracingError", "EstimatorError", "NoGradientPathError", "BiasWarning",
 ]
+
+from . import nn, optim  # noqa: E402  (functional layers and optimizers over pytrees)
+from .progress import progress  # noqa: E402
+__all__ += ["nn", "optim", "progress"]
