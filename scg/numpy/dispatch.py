@@ -47,7 +47,8 @@ def _axis(axis):
 
 def _reduction(p, name):
     def impl(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
-        _reject(name, dtype=dtype, out=out, initial=initial, where=where)
+        if dtype is not None or out is not None or initial is not None or where is not None:
+            _reject(name, dtype=dtype, out=out, initial=initial, where=where)
         return p(a, axis=_axis(axis), keepdims=bool(keepdims))
     return impl
 

@@ -41,6 +41,8 @@ def unbroadcast(g, target_shape):
     inner = tuple(i + extra for i, s in enumerate(target_shape)
                   if s == 1 and gshape[i + extra] != 1)
     if not inner:  # only leading axes were added: summing them gives the shape
+        if math.prod(gshape[:extra]) == 1:  # ... and they have size 1: a reshape is enough
+            return reshape(g, target_shape)
         return sum_(g, axis=tuple(range(extra)))
     if not extra:  # only size-1 axes were stretched: keep them
         return sum_(g, axis=inner, keepdims=True)
@@ -243,7 +245,7 @@ def _broadcast_to(x, target):
     if x_shape == target:
         return x
     if math.prod(x_shape) == 1 and math.prod(target) <= 4096:  # small: a copy beats a view
-        return np.full(target, _reshape(x, ()))
+        return np.full(target, x)
     return np.broadcast_to(x, target)
 
 
