@@ -2,8 +2,10 @@
 
 import numpy as np
 
+from ..core.tape import defvjp
 from ..kernels import continuous as K
 from ..kernels.primitives import kernel_primitives
+from ..numpy import rules as R
 from . import constraints
 from .base import Distribution, broadcast_shape
 
@@ -11,6 +13,11 @@ normal_log_prob, normal_dlogp = kernel_primitives(
     "normal_log_prob", K.normal_density, K.normal_density_twin, 3)
 loc_scale_path, loc_scale_dpath = kernel_primitives(
     "loc_scale_path", K.loc_scale_path, K.loc_scale_path_twin, 3)
+# The path derivatives are 1 and the noise itself: written out, they cost no kernel pass.
+defvjp(loc_scale_path,
+       lambda g, ans, eps, loc, scale: R.unbroadcast(R.multiply(g, scale), R.shape(eps)),
+       lambda g, ans, eps, loc, scale: R.unbroadcast(g, R.shape(loc)),
+       lambda g, ans, eps, loc, scale: R.unbroadcast(R.multiply(g, eps), R.shape(scale)))
 
 
 class Normal(Distribution):

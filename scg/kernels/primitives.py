@@ -17,7 +17,7 @@ second and higher orders are exact compositions of primitives.
 import numpy as np
 from numba import njit  # noqa: F401  (re-exported for the kernel modules)
 
-from ..core.tape import Box, Primitive, backward, defvjp, new_level, new_root
+from ..core.tape import Box, Primitive, Tracer, backward, defvjp, new_level, new_root
 from ..numpy import rules as R
 
 EW = "elementwise"
@@ -88,7 +88,18 @@ def kernel_primitives(name, kernel, twin, n_args, differentiable=None):
     def vjp(i):
         if derivs[i] is None:
             return None
-        return lambda g, ans, *a: R.unbroadcast(R.multiply(g, derivs[i](*a)), R.shape(a[i]))
+
+        def rule(g, ans, *a):
+            if isinstance(g, Tracer) or any(isinstance(v, Tracer) for v in a):
+                return R.unbroadcast(R.multiply(g, derivs[i](*a)), R.shape(a[i]))
+            # first order on plain arrays: scale the kernel's output in place (no temporary)
+            d = run(kernel, i + 1, *a)
+            if np.broadcast_shapes(np.shape(g), d.shape) == d.shape:
+                d *= g
+            else:
+                d = d * g
+            return R.unbroadcast(d, np.shape(a[i]))
+        return rule
 
     defvjp(main, *[vjp(i) for i in range(n_args)])
     return main, derivs
