@@ -53,6 +53,20 @@ def scg_loss(params, x, y):
 scg_grad = scg.grad(scg_loss)
 
 
+def numpy_grad(params, x, y):
+    """The same gradient written out by hand in numpy: the floor for any tape over numpy."""
+    z0 = x @ params["W0"] + params["b0"]
+    h0 = np.maximum(z0, 0.0)
+    z1 = h0 @ params["W1"] + params["b1"]
+    h1 = np.maximum(z1, 0.0) + np.log1p(np.exp(-np.abs(z1)))
+    d = h1 @ params["W2"] + params["b2"] - y
+    gd = d * (2.0 / x.shape[0])
+    gz1 = (gd @ params["W2"].T) / (1.0 + np.exp(-z1))
+    gz0 = (gz1 @ params["W1"].T) * (z0 > 0)
+    return {"W0": x.T @ gz0, "b0": gz0.sum(0), "W1": h0.T @ gz1, "b1": gz1.sum(0),
+            "W2": h1.T @ gd, "b2": gd.sum(0)}
+
+
 def scg_chain(x):
     for _ in range(N_CHAIN // 5):
         x = np.sin(x) * 1.01 + 0.5
@@ -105,24 +119,33 @@ def calibrate(fn, target=0.05):
     return number
 
 
-def compare(name, f_scg, f_torch, repeats, scale=1.0, unit="us"):
-    f_scg(), f_torch()  # warm up
-    n_s, n_t = calibrate(f_scg), calibrate(f_torch)
-    ts, tt = [], []
-    for _ in range(repeats):  # interleaved, so drifts in machine load hit both alike
-        ts.append(per_call(f_scg, n_s))
-        tt.append(per_call(f_torch, n_t))
-    s, t = statistics.median(ts) * 1e6 / scale, statistics.median(tt) * 1e6 / scale
-    print(f"{name:<34} {s:10.2f} {unit}  {t:10.2f} {unit}  {s / t:8.2f}")
+def compare(name, f_scg, f_torch, repeats, scale=1.0, unit="us", f_ref=None):
+    """Print median times of scg and torch and their ratio; with f_ref, also the median of
+    a hand-written numpy reference and its ratio to torch (in brackets)."""
+    fns = [f_scg, f_torch] + ([f_ref] if f_ref else [])
+    for f in fns:
+        f()  # warm up
+    numbers = [calibrate(f) for f in fns]
+    times = [[] for _ in fns]
+    for _ in range(repeats):  # interleaved, so drifts in machine load hit all alike
+        for f, n, ts in zip(fns, numbers, times):
+            ts.append(per_call(f, n))
+    s, t, *r = [statistics.median(ts) * 1e6 / scale for ts in times]
+    line = f"{name:<34} {s:10.2f} {unit}  {t:10.2f} {unit}  {s / t:8.2f}"
+    if r:
+        line += f"   [numpy by hand {r[0]:.2f} {unit}, {r[0] / t:.2f}]"
+    print(line)
     return s, t
 
 
 def check_same(params, x, y):
     g_scg = scg_grad(params, x, y)
+    g_np = numpy_grad(params, x, y)
     tp = {k: torch.tensor(v) for k, v in params.items()}
     g_t = torch_grad(tp, torch.tensor(x), torch.tensor(y))
     for k in params:
         np.testing.assert_allclose(g_scg[k], g_t[k].numpy(), rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(g_np[k], g_t[k].numpy(), rtol=1e-9, atol=1e-12)
 
 
 def main():
@@ -150,7 +173,7 @@ def main():
         tx, ty = torch.tensor(x), torch.tensor(y)
         compare(f"MLP gradient, batch {batch}",
                 lambda: scg_grad(params, x, y), lambda: torch_grad(tparams, tx, ty),
-                opts.repeats)
+                opts.repeats, f_ref=lambda: numpy_grad(params, x, y))
     v = rng.normal(size=3)
     tv = torch.tensor(v)
     np.testing.assert_allclose(scg_chain_grad(v), torch_chain_grad(tv).numpy(), rtol=1e-9)
