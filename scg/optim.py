@@ -71,10 +71,10 @@ class Adam:
         self.lr, self.b1, self.b2, self.eps = float(lr), float(b1), float(b2), float(eps)
 
     def init(self, params):
-        """State: {"t": 0, "m": zeros like params, "v": zeros like params}."""
-        leaves, treedef = _flat(params)
-        zeros = lambda: pytree.unflatten(treedef, [np.zeros(np.shape(p)) for p in leaves])
-        return {"t": 0, "m": zeros(), "v": zeros()}
+        """State: {"t": 0, "m": zeros, "v": zeros}; the moments are kept as one flat vector
+        each (one numpy pass per update instead of one per leaf)."""
+        size = sum(int(np.size(p)) for p in _flat(params)[0])
+        return {"t": 0, "m": np.zeros(size), "v": np.zeros(size)}
 
     def update(self, grads, state, params):
         p_leaves, treedef = _flat(params)
@@ -82,18 +82,19 @@ class Adam:
         _check(p_leaves, g_leaves, "Adam")
         t = state["t"] + 1
         b1, b2 = self.b1, self.b2
-        # fold both bias corrections into the step size (the form of the Adam paper, sec. 2)
-        step = self.lr * np.sqrt(1.0 - b2 ** t) / (1.0 - b1 ** t)
-        eps = self.eps * np.sqrt(1.0 - b2 ** t)
-        new_p, new_m, new_v = [], [], []
-        for p, g, m, v in zip(p_leaves, g_leaves, _flat(state["m"])[0], _flat(state["v"])[0]):
-            m = b1 * m + (1.0 - b1) * g
-            v = b2 * v + (1.0 - b2) * (g * g)
-            new_p.append(p - step * m / (np.sqrt(v) + eps))
-            new_m.append(m)
-            new_v.append(v)
-        return pytree.unflatten(treedef, new_p), {
-            "t": t, "m": pytree.unflatten(treedef, new_m), "v": pytree.unflatten(treedef, new_v)}
+        g = np.concatenate([np.ravel(x) for x in g_leaves])
+        m = b1 * state["m"] + (1.0 - b1) * g
+        v = b2 * state["v"] + (1.0 - b2) * (g * g)
+        # both bias corrections folded into the step size and eps (Adam paper, sec. 2):
+        # m_hat / (sqrt(v_hat) + eps) = c * m / (sqrt(v) + eps * sqrt(1 - b2^t))
+        c2 = np.sqrt(1.0 - b2 ** t)
+        delta = (self.lr * c2 / (1.0 - b1 ** t)) * m / (np.sqrt(v) + self.eps * c2)
+        new_p, k = [], 0
+        for p in p_leaves:
+            size = np.size(p)
+            new_p.append(p - delta[k:k + size].reshape(np.shape(p)))
+            k += size
+        return pytree.unflatten(treedef, new_p), {"t": t, "m": m, "v": v}
 
     def __repr__(self):
         return f"Adam(lr={self.lr:g}, b1={self.b1:g}, b2={self.b2:g}, eps={self.eps:g})"

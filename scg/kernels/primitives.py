@@ -37,7 +37,12 @@ def run(kernel, which, *args):
     cols = int(np.prod(shape[1:])) if shape else 1
     views = []
     for a in arrays:
-        v = np.broadcast_to(a, shape).reshape(rows, cols)  # copies only if strides cannot merge
+        if a.shape == shape:
+            v = a.reshape(rows, cols)
+        elif a.size == 1 and rows * cols <= 4096:  # a small fill is cheaper than broadcast_to
+            v = np.full((rows, cols), a.reshape(-1)[0])
+        else:
+            v = np.broadcast_to(a, shape).reshape(rows, cols)  # copies only if strides cannot merge
         if v.flags.writeable:
             v = v.view()
             v.flags.writeable = False
