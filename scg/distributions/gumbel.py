@@ -4,16 +4,14 @@ import numpy as np
 
 from ..kernels import continuous as K
 from ..kernels.primitives import kernel_primitives
-from . import constraints
-from .base import Distribution, broadcast_shape
-from .normal import loc_scale_path
+from .location_scale import LocationScale
 
 gumbel_log_prob, _ = kernel_primitives(
     "gumbel_log_prob", K.gumbel_density, K.gumbel_density_twin, 3)
 _EULER = 0.5772156649015329
 
 
-class Gumbel(Distribution):
+class Gumbel(LocationScale):
     """Density exp(-(z + exp(-z))) / scale with z = (x - loc) / scale.
 
     Args:
@@ -24,20 +22,8 @@ class Gumbel(Distribution):
         >>> scg.Gumbel(0.0, 1.0).mean   # Euler's constant
     """
 
-    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
-    support = constraints.real
-    has_rsample = True
-
-    def __init__(self, loc, scale, validate_args=None):
-        self.loc, self.scale = loc, scale
-        super().__init__({"loc": loc, "scale": scale}, broadcast_shape(loc, scale),
-                         validate_args=validate_args)
-
     def noise(self, rng, shape=()):
         return rng.gumbel(size=self._extended_shape(shape))
-
-    def path(self, noise):
-        return loc_scale_path(noise, self.loc, self.scale)
 
     def log_prob(self, value):
         return gumbel_log_prob(value, self.loc, self.scale)

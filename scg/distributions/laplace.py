@@ -4,15 +4,13 @@ import numpy as np
 
 from ..kernels import continuous as K
 from ..kernels.primitives import kernel_primitives
-from . import constraints
-from .base import Distribution, broadcast_shape
-from .normal import loc_scale_path
+from .location_scale import LocationScale
 
 laplace_log_prob, _ = kernel_primitives(
     "laplace_log_prob", K.laplace_density, K.laplace_density_twin, 3)
 
 
-class Laplace(Distribution):
+class Laplace(LocationScale):
     """Density exp(-|x - loc| / scale) / (2 scale).
 
     Args:
@@ -23,20 +21,8 @@ class Laplace(Distribution):
         >>> scg.Laplace(0.0, 1.0).variance   # 2.0
     """
 
-    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
-    support = constraints.real
-    has_rsample = True
-
-    def __init__(self, loc, scale, validate_args=None):
-        self.loc, self.scale = loc, scale
-        super().__init__({"loc": loc, "scale": scale}, broadcast_shape(loc, scale),
-                         validate_args=validate_args)
-
     def noise(self, rng, shape=()):
         return rng.laplace(size=self._extended_shape(shape))
-
-    def path(self, noise):
-        return loc_scale_path(noise, self.loc, self.scale)
 
     def log_prob(self, value):
         return laplace_log_prob(value, self.loc, self.scale)

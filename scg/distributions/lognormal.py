@@ -5,14 +5,14 @@ import numpy as np
 from ..kernels import continuous as K
 from ..kernels.primitives import kernel_primitives
 from . import constraints
-from .base import Distribution, broadcast_shape
+from .location_scale import LocationScale
 
 lognormal_log_prob, _ = kernel_primitives(
     "lognormal_log_prob", K.lognormal_density, K.lognormal_density_twin, 3)
 lognormal_path, _ = kernel_primitives("lognormal_path", K.lognormal_path, K.lognormal_path_twin, 3)
 
 
-class LogNormal(Distribution):
+class LogNormal(LocationScale):
     """A positive variable whose logarithm is Normal(loc, scale).
 
     Args:
@@ -23,14 +23,7 @@ class LogNormal(Distribution):
         >>> scg.LogNormal(0.0, 1.0).mean   # exp(1/2)
     """
 
-    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
     support = constraints.positive
-    has_rsample = True
-
-    def __init__(self, loc, scale, validate_args=None):
-        self.loc, self.scale = loc, scale
-        super().__init__({"loc": loc, "scale": scale}, broadcast_shape(loc, scale),
-                         validate_args=validate_args)
 
     def noise(self, rng, shape=()):
         return rng.standard_normal(self._extended_shape(shape))

@@ -1,0 +1,35 @@
+"""The base of the (loc, scale) families: Normal, Laplace, Gumbel and LogNormal.
+
+A draw is loc + scale * eps with the family's standard noise eps (LogNormal takes its
+exponential); the path is one fused kernel, its derivatives are 1 and eps, written out.
+"""
+
+from ..core.tape import defvjp
+from ..kernels import continuous as K
+from ..kernels.primitives import kernel_primitives
+from ..numpy import rules as R
+from . import constraints
+from .base import Distribution, broadcast_shape
+
+loc_scale_path, loc_scale_dpath = kernel_primitives(
+    "loc_scale_path", K.loc_scale_path, K.loc_scale_path_twin, 3)
+defvjp(loc_scale_path,
+       lambda g, ans, eps, loc, scale: R.unbroadcast(R.multiply(g, scale), R.shape(eps)),
+       lambda g, ans, eps, loc, scale: R.unbroadcast(g, R.shape(loc)),
+       lambda g, ans, eps, loc, scale: R.unbroadcast(R.multiply(g, eps), R.shape(scale)))
+
+
+class LocationScale(Distribution):
+    """A family of draws loc + scale * eps; subclasses give `noise` and `log_prob`."""
+
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
+    support = constraints.real
+    has_rsample = True
+
+    def __init__(self, loc, scale, validate_args=None):
+        self.loc, self.scale = loc, scale
+        super().__init__({"loc": loc, "scale": scale}, broadcast_shape(loc, scale),
+                         validate_args=validate_args)
+
+    def path(self, noise):
+        return loc_scale_path(noise, self.loc, self.scale)
