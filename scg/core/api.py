@@ -32,7 +32,7 @@ class _Traced:
         return [r.node for _, _, roots in self.parts for r in roots]
 
     def shapes(self):
-        return [np.shape(r.value) for _, _, roots in self.parts for r in roots]
+        return [R.shape(r.value) for _, _, roots in self.parts for r in roots]
 
     def names(self):
         return [f"argument {i}{p}" for i, (_, paths, _) in zip(self.argnums, self.parts)
