@@ -518,7 +518,8 @@ def _logsumexp(x, axis=None, keepdims=False):
     x = np.asarray(x, dtype=float)
     m = np.max(x, axis=axis, keepdims=True)
     m = np.where(np.isfinite(m), m, 0.0)
-    out = np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True)) + m
+    with np.errstate(divide="ignore"):  # all entries -inf: the answer is -inf
+        out = np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True)) + m
     return out if keepdims else np.squeeze(out, axis=axis) if axis is not None else out.reshape(())
 
 

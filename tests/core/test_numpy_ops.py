@@ -157,5 +157,6 @@ def test_logsumexp_axis_keepdims_and_infinities():
     x = np.array([[0.0, -np.inf], [1.0, 2.0]])
     np.testing.assert_allclose(scg.logsumexp(x, axis=1), [0.0, np.logaddexp(1.0, 2.0)])
     assert scg.logsumexp(x, axis=0, keepdims=True).shape == (1, 2)
+    assert scg.logsumexp(np.array([-np.inf, -np.inf])) == -np.inf  # and no warning
     g = scg.grad(lambda x: np.sum(scg.logsumexp(x, axis=1)))(x)
     np.testing.assert_allclose(g, [[1, 0], scg.softmax(np.array([1.0, 2.0]))])
