@@ -1,6 +1,7 @@
 """check_grads: reverse-mode derivatives against central finite differences, to any order.
 
-Importable by every test (``from tests.core.gradcheck import check_grads``). The check is
+Importable by every test (``from tests.core.gradcheck import check_grads`` when the
+repository root is on sys.path, as with ``python -m pytest``). The check is
 directional, as in HIPS/autograd: for a random input direction u and a random output
 weighting v, the reverse-mode directional derivative  <grad <v, f>(x), u>  must match
 (<v, f(x + eps u)> - <v, f(x - eps u)>) / (2 eps). For order 2 the same check is applied to

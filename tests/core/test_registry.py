@@ -6,8 +6,8 @@ from hypothesis import HealthCheck, given, settings
 from scg.core.tape import Box, Primitive
 from scg.numpy import dispatch
 from scg.numpy import rules as R
-from tests.core.gradcheck import check_grads
-from tests.core.registry import CASES, INSPECT, JUMPS, REGISTRY
+from .gradcheck import check_grads
+from .registry import CASES, INSPECT, JUMPS, REGISTRY
 
 
 def test_every_dispatched_numpy_function_is_registered():
