@@ -1,0 +1,78 @@
+"""Every example runs with small settings, writes its plots, and shows what it says."""
+
+import importlib
+import pathlib
+import sys
+
+import numpy as np
+import pytest
+
+EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
+
+
+@pytest.fixture(autouse=True)
+def _quiet(monkeypatch):
+    monkeypatch.setenv("SCG_PROGRESS", "0")
+    monkeypatch.syspath_prepend(str(EXAMPLES))
+
+
+def load(name):
+    sys.path.insert(0, str(EXAMPLES))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(str(EXAMPLES))
+
+
+def pngs(tmp_path):
+    pytest.importorskip("matplotlib")
+    return sorted(p.name for p in tmp_path.glob("*.png"))
+
+
+def test_policy_gradient(tmp_path, capsys):
+    out = load("policy_gradient").main(steps=300, variance_draws=500, out_dir=tmp_path)
+    assert abs(out["mu"] - 3.0) < 0.5                     # learns to act near 3
+    assert "stop_gradient" in out["detach_error"]         # the .detach() mistake, explained
+    v = out["variance"]
+    assert v["pathwise", "start"] < v["score, leave-one-out", "start"] < v["score, no baseline", "start"]
+    assert "NoGradientPathError" in capsys.readouterr().out
+    if pytest.importorskip("matplotlib"):
+        assert pngs(tmp_path) == ["policy_gradient_training.png", "policy_gradient_variance.png"]
+
+
+def test_worked_example(tmp_path):
+    out = load("worked_example").main(n=20_000, hist_draws=500, out_dir=tmp_path)
+    rows = {(r[0], r[1]): r for r in out["rows"]}
+    assert abs(rows["pathwise", "mu"][4] - 4.0) < 0.5     # variance 4
+    assert abs(rows["score", "mu"][4] - 87.0) < 20        # variance 87
+    assert set(out["samples"]) == {"pathwise", "score", "score, b = 5", "score, b* = 7"}
+    assert pngs(tmp_path) == ["worked_example_histograms.png"]
+
+
+def test_discrete_vae(tmp_path):
+    out = load("discrete_vae").main(steps=40, n_points=64, batch=16, variance_draws=100,
+                                    out_dir=tmp_path)
+    v = out["variance"]
+    for where in ("start", "trained"):
+        assert v["leave-one-out", where] < v["score", where]
+    for c in out["curves"].values():
+        assert c[-1, 1] < c[0, 1]                          # the negative ELBO goes down
+    assert pngs(tmp_path) == ["discrete_vae_reconstructions.png", "discrete_vae_training.png"]
+
+
+def test_blackbox_simulator(tmp_path):
+    out = load("blackbox_simulator").main(steps=60, n=32, variance_draws=2000, out_dir=tmp_path)
+    assert np.all(out["grad_pathwise"] == 0) and out["bias_warning"]
+    assert out["error"] is not None
+    assert np.all(np.sign(out["es_scg"]) == np.sign(out["es_antithetic"]))
+    assert out["history"][-1, 0] < out["history"][0, 0]
+    assert pngs(tmp_path) == ["blackbox_simulator.png"]
+
+
+def test_pitfalls(tmp_path):
+    results = load("pitfalls").main(n=20_000, groups=2000, out_dir=tmp_path)
+    for r in results:
+        assert r["warned"]
+        assert abs(r["fixed"] - r["exact"]) < 5 * r["fixed_se"] + 1e-3
+        assert abs(r["mistake"] - r["exact"]) > 0.2 * abs(r["exact"])
+    assert pngs(tmp_path) == ["pitfalls.png"]
