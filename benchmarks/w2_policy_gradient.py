@@ -1,0 +1,136 @@
+"""W2: the policy-gradient training loop, scg against the same program in PyTorch, in one run.
+
+The program of examples/policy_gradient.py: a Gaussian policy whose (mu, std) is
+softplus(MLP 1 -> 20 -> 30 -> 2 of the constant state 1); the action a ~ Normal(mu, std),
+the cost (3 - a)^2; score-function gradient with a moving-average baseline (decay 0.9,
+updated after each step, so it never includes the current draws); Adam(lr=1e-3).
+One step = forward, gradient, Adam update. Batch B = draws of a per step.
+
+  scg    scg.value_and_grad of an expectation with n = B, then scg.optim.Adam
+  torch  eager PyTorch, float64, nn.Sequential, torch.distributions.Normal, sample((B,)),
+         surrogate -((r - b) * log_prob).mean(), backward, torch.optim.Adam
+
+Both in float64. torch runs with torch.set_num_threads(--threads, default 1; scg is
+single-threaded). The systems are interleaved (scg, torch, torch, scg, ...) in one
+process; each repeat runs `--steps` steps from the same initial weights, and the figure
+is the median over `--repeats` of steps per second.
+
+Run:  python benchmarks/w2_policy_gradient.py [--steps 2000] [--repeats 5] [--batch 1 256]
+"""
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import scg  # noqa: E402  (the working tree's scg, installed or not)
+
+SIZES = [1, 20, 30, 2]
+TARGET, LR, DECAY = 3.0, 1e-3, 0.9
+
+
+# ---------------------------------------------------------------- scg
+def scg_runner(batch, steps, init):
+    state_x = np.ones(1)
+    est = scg.Score(scg.baselines.MovingAverage(DECAY))
+
+    def model(params):
+        mu, std = scg.nn.mlp(params, state_x, final=scg.softplus)
+        a = scg.sample("a", scg.Normal(mu, std), estimator=est)
+        return (TARGET - a) ** 2
+
+    def run(seed, steps=steps):
+        E = scg.expectation(model, n=batch, seed=seed)
+        step = scg.value_and_grad(E)
+        opt = scg.optim.Adam(LR)
+        params = init
+        state = opt.init(params)
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            _, g = step(params)
+            params, state = opt.update(g, state, params)
+        elapsed = time.perf_counter() - t0
+        return elapsed, float(scg.nn.mlp(params, state_x, final=scg.softplus)[0])
+    return run
+
+
+# ---------------------------------------------------------------- torch
+def torch_runner(batch, steps, init):
+    import torch
+    from torch.distributions import Normal
+
+    def run(seed, steps=steps):
+        torch.manual_seed(seed)
+        layers = []
+        for k, layer in enumerate(init):
+            lin = torch.nn.Linear(*layer["W"].shape).double()
+            with torch.no_grad():
+                lin.weight.copy_(torch.from_numpy(layer["W"].T))
+                lin.bias.copy_(torch.from_numpy(layer["b"]))
+            layers += [lin, torch.nn.ReLU()] if k < len(init) - 1 else [lin, torch.nn.Softplus()]
+        net = torch.nn.Sequential(*layers)
+        opt = torch.optim.Adam(net.parameters(), lr=LR)
+        x = torch.ones(1, dtype=torch.float64)
+        avg, count = 0.0, 0
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            mu, std = net(x)
+            dist = Normal(mu, std)
+            a = dist.sample((batch,))
+            cost = (TARGET - a) ** 2
+            b = avg / (1.0 - DECAY ** count) if count else 0.0
+            loss = ((cost - b) * dist.log_prob(a)).mean()   # the score-function surrogate
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            avg = DECAY * avg + (1.0 - DECAY) * cost.mean().item()
+            count += 1
+        elapsed = time.perf_counter() - t0
+        return elapsed, float(net(x)[0].detach())
+    return run
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=2000)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--batch", type=int, nargs="+", default=[1, 256])
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args(argv)
+    import torch
+    torch.set_num_threads(args.threads)
+
+    init = scg.nn.init_mlp(0, SIZES)
+    print(f"W2 policy-gradient loop: {args.steps} steps, median of {args.repeats} repeats, "
+          f"float64, torch {torch.__version__} with {args.threads} thread(s)")
+    print(f"{'batch':>6}{'system':>8}{'steps/s':>10}{'min s':>8}{'max s':>8}{'final mu':>10}")
+    results = {}
+    for batch in args.batch:
+        runners = {"scg": scg_runner(batch, args.steps, init),
+                   "torch": torch_runner(batch, args.steps, init)}
+        for run in runners.values():       # warm-up: imports, numba, caches
+            run(12345, 50)
+        times = {name: [] for name in runners}
+        finals = {}
+        for r in range(args.repeats):
+            order = list(runners) if r % 2 == 0 else list(reversed(runners))
+            for name in order:
+                elapsed, final_mu = runners[name](r)
+                times[name].append(elapsed)
+                finals[name] = final_mu
+        for name, ts in times.items():
+            med = statistics.median(ts)
+            results[batch, name] = args.steps / med
+            print(f"{batch:>6}{name:>8}{args.steps / med:>10.0f}{min(ts):>8.2f}{max(ts):>8.2f}"
+                  f"{finals[name]:>10.3f}")
+        print(f"{batch:>6}   scg / torch steps per second: "
+              f"{results[batch, 'scg'] / results[batch, 'torch']:.2f}x")
+    return results
+
+
+if __name__ == "__main__":
+    main()
