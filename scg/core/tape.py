@@ -62,7 +62,7 @@ class Primitive:
         self.fn = fn
         self.vjps = {}
         self.kind = kind
-        # How per-sample values pass through (see scg/stochastic/batching.py):
+        # How per-sample values pass through (see scg/stochastic/persample.py):
         # "elementwise" for broadcasting elementwise functions, or a rule callable.
         self.batch = batch
 

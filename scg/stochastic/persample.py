@@ -15,7 +15,7 @@ import numpy as np
 from ..core.tape import Tracer, strip
 from ..errors import TracingError
 from ..numpy import rules as R
-from ..numpy.dispatch import FUNCTIONS, install_array_methods
+from ..numpy.dispatch import FUNCTIONS, array_function, install_array_methods
 
 
 class Deps:
@@ -87,7 +87,7 @@ class PerSample(Tracer):
         impl = _PER_SAMPLE_FUNCTIONS.get(func)
         if impl is not None:
             return impl(*args, **kwargs)
-        return FUNCTIONS_DISPATCH(self, func, types, args, kwargs)
+        return array_function(self, func, types, args, kwargs)
 
     @staticmethod
     def process(prim, args, kwargs, level):
@@ -108,7 +108,6 @@ class PerSample(Tracer):
 
 
 install_array_methods(PerSample)
-from ..numpy.dispatch import array_function as FUNCTIONS_DISPATCH  # noqa: E402
 
 # A run that records the graph of operations sets this to a callback.
 _RECORDER = [None]
