@@ -23,6 +23,10 @@ class Baseline:
     def value(self, q, state):
         raise NotImplementedError
 
+    def advantage(self, q, state):
+        """q - b; a baseline may override it with a cheaper formula."""
+        return q - self.value(q, state)
+
     def update(self, q, state):
         pass
 
@@ -50,12 +54,24 @@ class Constant(Baseline):
 class LeaveOneOut(Baseline):
     """For draw i, the mean of the other n - 1 draws' costs: unbiased, needs n > 1."""
 
-    def value(self, q, state):
-        n = q.shape[0]
-        if n < 2:
+    @staticmethod
+    def _check(q):
+        if q.shape[0] < 2:
             raise EstimatorError("the leave-one-out baseline needs n > 1 draws; "
                                  "raise n or use scg.baselines.MovingAverage()")
+
+    def value(self, q, state):
+        self._check(q)
+        n = q.shape[0]
         return (np.sum(q, axis=0, keepdims=True) - q) / (n - 1)
+
+    def advantage(self, q, state):
+        self._check(q)
+        # q - (sum - q) / (n - 1) = (n q - sum) / (n - 1), in two passes
+        n = q.shape[0]
+        a = q * (n / (n - 1))
+        a -= np.sum(q, axis=0, keepdims=True) / (n - 1)
+        return a
 
     def describe(self):
         return "leave-one-out: the mean of the other n - 1 draws"

@@ -69,11 +69,11 @@ class Site:
             with _no_recording():
                 lp = self.dist.log_prob(self.draw)
             self._log_prob = lp.value if isinstance(lp, PerSample) else lp
-            raw = np.asarray(strip(self._log_prob))
-            if not np.all(np.isfinite(raw)):
-                bad = int(raw.size - np.count_nonzero(np.isfinite(raw)))
+            bad = count_nonfinite(strip(self._log_prob))
+            if bad:
                 raise FloatingPointError(
-                    f"site {self.name!r}: log_prob is not finite for {bad} of {raw.size} "
+                    f"site {self.name!r}: log_prob is not finite for {bad} of "
+                    f"{np.size(strip(self._log_prob))} "
                     f"entries (a draw outside the support of {self.dist!r}?)")
         return self._log_prob
 
@@ -215,6 +215,15 @@ def _physical(dist, n, level):
 
 
 # ---------------------------------------------------------------------- cost
+def count_nonfinite(x):
+    """How many entries of x are inf or nan; one summing pass when there are none."""
+    x = np.asarray(x, dtype=float)
+    with np.errstate(over="ignore", invalid="ignore"):
+        if np.isfinite(np.sum(x)):
+            return 0
+    return int(x.size - np.count_nonzero(np.isfinite(x)))
+
+
 def cost(name, value):
     """Add a cost to the model: its value, summed over its shape, enters the objective.
 
@@ -225,10 +234,10 @@ def cost(name, value):
     """
     run = current_run(f"scg.cost({name!r}, ...)")
     run.check_new_name(name)
-    raw = np.asarray(strip(value), dtype=float)
-    if not np.all(np.isfinite(raw)):
-        bad = int(raw.size - np.count_nonzero(np.isfinite(raw)))
-        raise FloatingPointError(f"cost {name!r} is not finite for {bad} of {raw.size} entries")
+    bad = count_nonfinite(strip(value))
+    if bad:
+        raise FloatingPointError(f"cost {name!r} is not finite for {bad} of "
+                                 f"{np.size(strip(value))} entries")
     deps = value.deps if isinstance(value, PerSample) and value.level == run.level else NO_DEPS
     run.add_cost(Cost(name, value, tuple(run.plates), deps))
 

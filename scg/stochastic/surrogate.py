@@ -35,23 +35,26 @@ def surrogate(trace, baseline_state):
     scores = trace.score_sites()
     log_probs = {s.name: grid.layout(s.log_prob(), s.dist.batch_shape, s.plates,
                                      f"site {s.name!r}") for s in scores}
-    advantages, baselines, updates = {}, {}, []
+    values = list(log_probs.values()) + [v for v, _ in costs.values()]
+    first_order = all(_trace_depth(v) <= 1 for v in values)
+    # per score site: the advantage Q_w - b_w (first order) or the baseline b_w (DiCE)
+    weights, updates = {}, []
     for w in scores:
         # costs-to-go per draw and element, as plain numbers: they carry no derivative
         q = sum_all(grid.onto(strip(costs[c.name][0]), costs[c.name][1], w.plates)
                     for c in trace.downstream_costs(w))
         q = np.broadcast_to(np.asarray(q, dtype=float), np.shape(strip(log_probs[w.name])))
-        b = 0.0
-        if w.baseline is not None:
-            state = baseline_state.setdefault(w.name, {})
-            b = w.baseline.value(q, state)
-            updates.append((w.baseline, q, state))
-        advantages[w.name], baselines[w.name] = q - b, b
-    values = list(log_probs.values()) + [v for v, _ in costs.values()]
-    if all(_trace_depth(v) <= 1 for v in values):
-        objective = _first_order(trace, grid, costs, log_probs, advantages)
+        if w.baseline is None:
+            weights[w.name] = q if first_order else 0.0
+            continue
+        state = baseline_state.setdefault(w.name, {})
+        weights[w.name] = (w.baseline.advantage(q, state) if first_order
+                           else w.baseline.value(q, state))
+        updates.append((w.baseline, q, state))
+    if first_order:
+        objective = _first_order(trace, grid, costs, log_probs, weights)
     else:
-        objective = _dice(trace, grid, costs, log_probs, baselines)
+        objective = _dice(trace, grid, costs, log_probs, weights)
     return objective, updates
 
 
@@ -61,7 +64,7 @@ def _first_order(trace, grid, costs, log_probs, advantages):
     total = sum_all(grid.per_draw(v) for v, _ in costs.values())
     objective = R.mean(total) if np.ndim(strip(total)) else total
     for name, lp in log_probs.items():
-        objective = R.add(objective, score_term(lp, advantages[name] / trace.n))
+        objective = R.add(objective, score_term(lp, advantages[name], 1.0 / trace.n))
     return objective
 
 
@@ -99,9 +102,10 @@ def _trace_depth(x):
 
 
 score_term = Primitive(
-    "score_term", lambda log_prob, weight: 0.0,
-    doc="0 in value; its derivative in log_prob is the (constant) weight: one score term.")
-defvjp(score_term, lambda g, ans, log_prob, weight: R.multiply(g, weight))
+    "score_term", lambda log_prob, weight, scale: 0.0,
+    doc="0 in value; its derivative in log_prob is scale * weight (constants): score terms.")
+defvjp(score_term, lambda g, ans, log_prob, weight, scale: R.multiply(R.multiply(g, scale),
+                                                                     weight))
 
 
 def sum_all(terms):
