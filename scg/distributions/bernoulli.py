@@ -37,8 +37,9 @@ class Bernoulli(Distribution):
 
     def log_prob(self, value):
         if self.logits is not None:
-            # log sigmoid(l) for 1 and log sigmoid(-l) for 0, without overflow
-            return -R.softplus(np.where(value == 1, -1.0, 1.0) * self.logits)
+            # x l - softplus(l): log sigmoid(l) for 1, log sigmoid(-l) for 0, without
+            # overflow; linear in the logits, so per-draw work stays linear in every order
+            return value * self.logits - R.softplus(self.logits)
         p = self.probs
         return np.where(value == 1, np.log(np.where(value == 1, p, 1.0)),
                         np.log1p(-np.where(value == 1, 0.0, p)))
