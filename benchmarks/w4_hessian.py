@@ -5,7 +5,7 @@ objective written by hand in PyTorch (float64, double backward, one row per back
 pass), measured interleaved in one run, median of --repeat runs; both errors against the
 exact Hessian (enumeration of the 2^10 outcomes).
 
-Usage: python benchmarks/w4_hessian.py [--n 100000] [--repeat 7]
+Usage: python benchmarks/w4_hessian.py [--n 100000] [--repeat 7] [--threads 1]
 """
 
 import argparse
@@ -67,7 +67,12 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--threads", type=int, default=None,
+                        help="torch.set_num_threads (default: torch's own choice)")
     args = parser.parse_args()
+    if args.threads:
+        import torch
+        torch.set_num_threads(args.threads)
     exact = exact_hessian()
     runners = {"scg": scg_runner(args.n)}
     try:
