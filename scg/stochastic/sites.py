@@ -113,22 +113,22 @@ def sample(name, dist, *, estimator="auto"):
     spec = as_estimator(estimator)
     kind, est, reason = _choose(run, name, dist, spec)
     level = run.level
-    params = [v for v in _params(dist) if isinstance(v, PerSample) and v.level == level]
+    params = [v for v in family_of(dist).params.values()
+              if isinstance(v, PerSample) and v.level == level]
     param_deps = Deps.merge([p.deps for p in params])
     clone, shape = _physical(dist, run.n, level)
     with _no_recording():
         if dist.has_rsample:
-            value = dist.path(PerSample(clone.noise(run.rng, shape), level))
-            if kind == "pathwise":
-                d = value.deps
-                deps = Deps(d.up | {name}, d.smooth | {name}, d.rough)
-            else:
-                value = strip(value)
+            draw = dist.path(PerSample(clone.noise(run.rng, shape), level))
+            value = draw.value if kind == "pathwise" else strip(draw)
         else:
             value = clone._sample(run.rng, shape)
-    if kind == "score":
+    if kind == "pathwise":
+        d = draw.deps
+        deps = Deps(d.up | {name}, d.smooth | {name}, d.rough)
+    else:  # a score site's value depends on its parents only through its score
         deps = Deps(param_deps.up | {name}, frozenset({name}), frozenset())
-    out = PerSample(value.value if isinstance(value, PerSample) else value, level, deps)
+    out = PerSample(value, level, deps)
     site = Site(name, dist, out, kind, est, reason, tuple(run.plates), param_deps)
     if kind == "score":
         _warn_moving_support(site)
@@ -136,15 +136,16 @@ def sample(name, dist, *, estimator="auto"):
     return out
 
 
-def _params(dist):
+def family_of(dist):
+    """The distribution under any to_event wrappers (it holds the parameters)."""
     while isinstance(dist, Independent):
         dist = dist.base
-    return list(dist.params.values())
+    return dist
 
 
 def _choose(run, name, dist, spec):
     """(kind, estimator object, reason) for a site."""
-    family = type(dist.base if isinstance(dist, Independent) else dist).__name__
+    family = type(family_of(dist)).__name__
     if isinstance(spec, Pathwise):
         if not dist.has_rsample:
             raise EstimatorError(
@@ -164,7 +165,7 @@ def _choose(run, name, dist, spec):
 
 
 def _warn_moving_support(site):
-    dist = site.dist.base if isinstance(site.dist, Independent) else site.dist
+    dist = family_of(site.dist)
     moving = [p for p in site.dist.moving_support if _carries_gradient(dist.params.get(p))]
     if moving:
         warnings.warn(
@@ -197,9 +198,7 @@ def _apply_plates(dist, name, plates):
 def _physical(dist, n, level):
     """A copy of dist with plain parameters whose batch shape includes the n draws, and the
     sample shape to draw with: per-sample parameters are lifted to their full rank."""
-    inner = dist
-    while isinstance(inner, Independent):
-        inner = inner.base
+    inner = family_of(dist)
     params = inner.params
     if not any(isinstance(v, PerSample) and v.level == level for v in params.values()):
         return dist, (n,)

@@ -9,7 +9,7 @@ import numpy as np
 from ..core.tape import Box, new_level, strip
 from ..errors import BiasWarning
 from .persample import _RECORDER, PerSample
-from .sites import _RUNS, cost
+from .sites import _RUNS, cost, family_of
 
 RETURN_COST = "return"
 
@@ -50,7 +50,7 @@ class Trace:
         self.sites[site.name] = site
         if self._graph is not None:
             self._graph.add_node(site.name, kind=site.kind, dist=repr(site.dist))
-            self._link(site.name, [v for v in _dist_params(site.dist)])
+            self._link(site.name, list(family_of(site.dist).params.values()))
             site.draw.node = site.name
 
     def add_cost(self, c):
@@ -190,12 +190,6 @@ class Trace:
     def __repr__(self):
         return (f"Trace(n={self.n}, sites={list(self.sites)}, "
                 f"costs={list(self.cost_sites)})")
-
-
-def _dist_params(dist):
-    while hasattr(dist, "base"):
-        dist = dist.base
-    return list(dist.params.values())
 
 
 def run_model(model, args, kwargs, *, n, rng, decisions, reasons, record=False,
