@@ -448,6 +448,9 @@ def _matmul_b(g, ans, a, b):
         return unbroadcast(multiply(expand_dims(a, -1), expand_dims(g, -2)), sb)
     if len(sb) == 1:
         return unbroadcast(squeeze(matmul(swapaxes(a, -1, -2), expand_dims(g, -1)), -1), sb)
+    if len(sb) == 2 and na > 2:  # a stack times a shared matrix: one product over all rows
+        k, n = sb
+        return matmul(transpose(reshape(a, (-1, k))), reshape(g, (-1, n)))
     return unbroadcast(matmul(swapaxes(a, -1, -2), g), sb)
 
 
