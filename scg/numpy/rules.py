@@ -197,7 +197,7 @@ defvjp(clip, lambda g, ans, x, lo, hi: unbroadcast(where(_clip_inside(x, lo, hi)
 
 # ---------------------------------------------------------------- reductions
 def _sum(x, axis=None, keepdims=False):
-    if type(x) is np.ndarray and x.size >= 4096 and x.dtype == np.float64:
+    if type(x) is np.ndarray and x.ndim >= 2 and x.size >= 512 and x.dtype == np.float64:
         fast = _sum_large(x, axis, keepdims)
         if fast is not None:
             return fast

@@ -16,7 +16,8 @@ BASE = RNG.normal(size=(5000, 7))
     np.broadcast_to(RNG.normal(size=(5000, 1, 3)), (5000, 4, 3)),
     BASE.T,                                           # not contiguous: numpy's own path
     RNG.normal(size=(4096, 2, 3)),
-], ids=["contiguous", "column", "row", "3d-broadcast", "transposed", "3d"])
+    RNG.normal(size=(256, 2)),
+], ids=["contiguous", "column", "row", "3d-broadcast", "transposed", "3d", "small"])
 @pytest.mark.parametrize("axis", [None, 0, (0,), -1, (0, 1), 1])
 @pytest.mark.parametrize("keepdims", [False, True])
 def test_sum_matches_numpy(x, axis, keepdims):
