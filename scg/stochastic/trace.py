@@ -150,7 +150,8 @@ class Trace:
         """A readable account of the surrogate: estimators, their reasons, score terms."""
         lines = [f"Surrogate objective, averaged over n = {self.n} draws:",
                  "  sum over costs c of  box(sum of log p(w) over score sites w upstream of c) * c",
-                 "  + sum over score sites w of  (1 - box(log p(w))) * b_w",
+                 "  + sum over score sites w of  box(log p of the score sites before w)"
+                 " * (1 - box(log p(w))) * b_w",
                  "  where box(t) = exp(t - stop_gradient(t)) is 1 in value; its derivatives "
                  "give the score terms.", "", "Sample sites:"]
         for s in self.sites.values():
