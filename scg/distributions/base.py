@@ -145,6 +145,13 @@ class Independent(Distribution):
     def _rebuild(self, params):
         return Independent(self.base._rebuild(params), self.k)
 
+    def expand(self, batch_shape):
+        """Broadcast the batch dimensions; the event dimensions stay as they are."""
+        if tuple(batch_shape) == self.batch_shape:
+            return self
+        events = self.base.batch_shape[len(self.base.batch_shape) - self.k:]
+        return Independent(self.base.expand(tuple(batch_shape) + events), self.k)
+
     def log_prob(self, value):
         lp = self.base.log_prob(value)
         return R.sum_(lp, axis=tuple(range(-self.k, 0)))

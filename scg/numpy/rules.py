@@ -404,7 +404,8 @@ def take(x, indices, axis=None):
         return index(reshape(x, (-1,)), (indices,))
     return index(x, (slice(None),) * (axis % ndim(x)) + (indices,))
 untake = prim("untake", _untake)
-take_along_axis = prim("take_along_axis", np.take_along_axis)
+take_along_axis = prim("take_along_axis", lambda x, indices, axis=-1: np.take_along_axis(
+    x, _as_index(np.asarray(indices)), axis))
 
 
 def _put_along_axis_add(g, indices, x_shape, axis):

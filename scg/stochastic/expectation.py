@@ -49,7 +49,7 @@ class Expectation:
 
     def _objective(self, args, kwargs, wrap_args=None):
         traced = wrap_args is not None or any(
-            isinstance(leaf, Tracer) for leaf in pytree.flatten(list(args))[0])
+            isinstance(leaf, Tracer) for leaf in pytree.flatten([args, kwargs])[0])
         build = (lambda t: surrogate(t, self._baseline_state)) if traced else _plain_mean
         trace, (objective, updates) = run_model(
             self.model, args, kwargs, n=self.n, rng=self.rng, decisions=self._decisions,
@@ -131,16 +131,16 @@ class GradSamples:
 
     @property
     def mean(self):
-        return pytree.tree_map(lambda s: np.mean(s, axis=0), self.samples)
+        return pytree.tree_map(lambda s: np.asarray(np.mean(s, axis=0)), self.samples)
 
     @property
     def var(self):
-        return pytree.tree_map(lambda s: np.var(s, axis=0, ddof=1) if self.n > 1 else
-                               np.full(s.shape[1:], np.nan), self.samples)
+        return pytree.tree_map(lambda s: np.asarray(np.var(s, axis=0, ddof=1)) if self.n > 1
+                               else np.full(s.shape[1:], np.nan), self.samples)
 
     @property
     def stderr(self):
-        return pytree.tree_map(lambda v: np.sqrt(v / self.n), self.var)
+        return pytree.tree_map(lambda v: np.asarray(np.sqrt(v / self.n)), self.var)
 
     def __repr__(self):
         return f"GradSamples(n={self.n}, mean={self.mean!r}, stderr={self.stderr!r})"
@@ -184,6 +184,7 @@ def grad_samples(E, argnums=0, *, allow_unused=False):
             else:
                 grads = [None] * len(copies)
         names = traced.names()
+        E.check_gradient(grads, names, [c.node for c in copies])
         flat = []
         for g, c, name in zip(grads, copies, names):
             if g is None:

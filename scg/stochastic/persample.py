@@ -69,6 +69,8 @@ class PerSample(Tracer):
         return np.result_type(strip(self.value))
 
     def __bool__(self):
+        if not self.deps.up:  # depends on no draw: the same in every row (parameter copies)
+            return bool(np.asarray(strip(self.value))[0])
         raise TracingError(
             "Python control flow on a value that differs between draws (for example "
             "`if x > 0:`) cannot be evaluated for all draws at once; write it with "
@@ -236,7 +238,7 @@ def _matmul(prim, args, kwargs, level):
     if b_vec:
         out = R.squeeze(out, -1)
     if a_vec:
-        out = R.squeeze(out, -2)
+        out = R.squeeze(out, -1 if b_vec else -2)
     return out
 
 
@@ -246,8 +248,8 @@ def _take_along_axis(prim, args, kwargs, level):
     n, rank = _n_of(args, level), len(_lshape(x, level))
     # the table is broadcast over draws (a view), so its gradient sums over them
     table = lift(x, rank, level) if _is_ps(x, level) else R.broadcast_to(x, (n,) + R.shape(x))
-    idx = lift(idx, rank, level) if _is_ps(idx, level) else np.expand_dims(idx, 0)
-    return R.take_along_axis(table, idx, axis % rank + 1)
+    idx = strip(lift(idx, rank, level)) if _is_ps(idx, level) else np.expand_dims(idx, 0)
+    return R.take_along_axis(table, R._as_index(np.asarray(idx)), axis % rank + 1)
 
 
 def _einsum(prim, args, kwargs, level):
@@ -272,6 +274,8 @@ def _is_advanced(i):
 
 def _check_adjacent(index):
     flags = [_is_advanced(i) for i in index]
+    if any(flags):  # beside index arrays, integers are advanced indices too
+        flags = [f or isinstance(i, (int, np.integer)) for f, i in zip(flags, index)]
     if True in flags:
         first = flags.index(True)
         last = len(flags) - 1 - flags[::-1].index(True)

@@ -282,9 +282,20 @@ def blackbox(fn):
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         level = _RUNS[-1].level if _RUNS else None
-        inputs = [a for a in args if isinstance(a, PerSample) and a.level == level]
-        out = np.asarray(fn(*[strip(a) for a in args],
-                            **{k: strip(v) for k, v in kwargs.items()}), dtype=float)
+
+        def per_draw(a):
+            return isinstance(a, PerSample) and a.level == level and bool(a.deps.up)
+
+        def plain(a):
+            # values that depend on no draw (parameters, also when copied once per draw
+            # by scg.grad_samples) reach fn as they are, without the draws' axis
+            if isinstance(a, PerSample) and a.level == level and not a.deps.up:
+                return np.asarray(strip(a))[0]
+            return strip(a)
+
+        inputs = [a for a in list(args) + list(kwargs.values()) if per_draw(a)]
+        out = np.asarray(fn(*[plain(a) for a in args],
+                            **{k: plain(v) for k, v in kwargs.items()}), dtype=float)
         if not inputs:
             return out
         n = inputs[0].n

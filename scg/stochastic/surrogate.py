@@ -28,15 +28,15 @@ def magic_box(tau):
 def surrogate(trace, baseline_state):
     """The surrogate objective (a scalar, traced where the parameters are) and the
     baseline updates to apply after the call: a list of (baseline, q, state)."""
-    depth = max([-p.dim for s in trace.sites.values() for p in s.plates] +
-                [-p.dim for c in trace.cost_sites.values() for p in c.plates] + [0])
-    grid = _Grid(trace.n, depth)
+    plates = [p for s in trace.sites.values() for p in s.plates] + \
+        [p for c in trace.cost_sites.values() for p in c.plates]
+    grid = _Grid(trace.n, plates)
     costs = {c.name: grid.cost(c) for c in trace.cost_sites.values()}
     scores = trace.score_sites()
     log_probs = {s.name: grid.layout(s.log_prob(), s.dist.batch_shape, s.plates,
                                      f"site {s.name!r}") for s in scores}
     values = list(log_probs.values()) + [v for v, _ in costs.values()]
-    first_order = all(_trace_depth(v) <= 1 for v in values)
+    first_order = len(set().union(*[_levels(v) for v in values])) <= 1
     # per score site: the advantage Q_w - b_w (first order) or the baseline b_w (DiCE)
     weights, updates = {}, []
     for w in scores:
@@ -63,8 +63,10 @@ def _first_order(trace, grid, costs, log_probs, advantages):
     a zero-valued term per score site whose gradient is grad log p(w) * (Q_w - b_w)."""
     total = sum_all(grid.per_draw(v) for v, _ in costs.values())
     objective = R.mean(total) if np.ndim(strip(total)) else total
-    for name, lp in log_probs.items():
-        objective = R.add(objective, score_term(lp, advantages[name], 1.0 / trace.n))
+    for w in trace.score_sites():
+        if trace.downstream_costs(w):  # a site no cost depends on contributes nothing
+            objective = R.add(objective, score_term(log_probs[w.name], advantages[w.name],
+                                                    1.0 / trace.n))
     return objective
 
 
@@ -94,11 +96,14 @@ def _dice(trace, grid, costs, log_probs, baselines):
     return R.mean(total)
 
 
-def _trace_depth(x):
-    depth = 0
+def _levels(x):
+    """The trace levels x is boxed at: more than one in all values means derivatives of
+    higher order (or mixed ones) are taken, which the DiCE form gets right."""
+    levels = set()
     while isinstance(x, Box):
-        depth, x = depth + 1, x.value
-    return depth
+        levels.add(x.level)
+        x = x.value
+    return levels
 
 
 score_term = Primitive(
@@ -117,13 +122,17 @@ def sum_all(terms):
 
 
 class _Grid:
-    """Lays out costs and log-probabilities on the canonical (n, *plate axes) grid."""
+    """Lays out costs and log-probabilities on the canonical (n, *plate axes) grid: one
+    axis per plate, so that two plates at the same dim (one after the other) stay apart.
+    The axes are ordered by dim, the order in which plates appear in any value's shape."""
 
-    def __init__(self, n, depth):
-        self.n, self.depth = n, depth
+    def __init__(self, n, plates):
+        self.n = n
+        self.plates = sorted(set(plates), key=lambda p: (p.dim, p.name))
+        self.index = {p: 1 + i for i, p in enumerate(self.plates)}
 
     def axis(self, plate):
-        return 1 + self.depth + plate.dim
+        return self.index[plate]
 
     def layout(self, phys, logical_shape, plates, what):
         """Sum a physical (n, *logical) value over its non-plate axes, onto the grid.
@@ -140,7 +149,7 @@ class _Grid:
         axes = tuple(1 + i for i in range(nd) if i not in keep)
         if axes:
             phys = R.sum_(phys, axis=axes, keepdims=True)
-        shape = [np.shape(strip(phys))[0]] + [1] * self.depth
+        shape = [np.shape(strip(phys))[0]] + [1] * len(self.plates)
         for p in keep.values():
             shape[self.axis(p)] = p.size
         return R.reshape(phys, tuple(shape))
@@ -157,12 +166,11 @@ class _Grid:
 
     def onto(self, x, from_plates, to_plates):
         """Sum a grid array over the plates that the target does not have."""
-        to = {p.dim for p in to_plates}
-        axes = tuple(self.axis(p) for p in from_plates if p.dim not in to)
+        axes = tuple(self.axis(p) for p in from_plates if p not in to_plates)
         return R.sum_(x, axis=axes, keepdims=True) if axes else x
 
     def per_draw(self, x):
         """Sum over the plate axes: one number per draw."""
-        axes = tuple(range(1, 1 + self.depth))
+        axes = tuple(range(1, 1 + len(self.plates)))
         x = R.sum_(x, axis=axes) if axes else x
         return R.reshape(x, (-1,))
