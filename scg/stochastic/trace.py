@@ -220,9 +220,12 @@ def run_model(model, args, kwargs, *, n, rng, decisions, reasons, record=False,
             if not invalid:
                 trace.check_forced()
                 return trace, (build(trace) if build else None)
-        for s, place in invalid.items():
-            decisions[s] = "score"
-            reasons[s] = (f"a path from the draw to {place} crosses a jump or a black box, so "
-                          "the pathwise gradient would be biased")
+        # switch the latest such site only: once it is a score site, the sites before it
+        # may no longer reach the jump along a path (x -> y -> floor(y) keeps x pathwise)
+        order = list(trace.sites)
+        s = max(invalid, key=order.index)
+        decisions[s] = "score"
+        reasons[s] = (f"a path from the draw to {invalid[s]} crosses a jump or a black box, "
+                      "so the pathwise gradient would be biased")
         rng.bit_generator.state = state
     raise RuntimeError("estimator choice did not settle")  # pragma: no cover

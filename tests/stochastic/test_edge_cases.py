@@ -146,3 +146,19 @@ def test_grad_samples_raises_on_a_non_finite_gradient():
     with np.errstate(divide="ignore", invalid="ignore"):
         with pytest.raises(FloatingPointError, match="cost 'bad'"):
             scg.grad_samples(scg.expectation(model, n=50, seed=0))(-0.5)
+
+
+def test_auto_switches_only_the_site_next_to_the_jump():
+    def model(mu):
+        x = scg.sample("x", scg.Normal(mu, 1.0))
+        y = scg.sample("y", scg.Normal(x, 1.0))
+        return np.floor(y)
+
+    E = scg.expectation(model, n=200_000, seed=0)
+    gs = scg.grad_samples(E)(0.3)
+    kinds = {name: s.kind for name, s in E.last_trace.sites.items()}
+    assert kinds == {"x": "pathwise", "y": "score"}
+    # y ~ N(mu, 2): d/dmu E[floor(y)] = sum over k of the N(mu, 2) density at k
+    from scipy import stats
+    exact = sum(stats.norm.pdf(k, 0.3, np.sqrt(2.0)) for k in range(-20, 21))
+    assert abs(gs.mean - exact) < 5 * gs.stderr
