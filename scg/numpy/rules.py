@@ -84,9 +84,17 @@ defvjp(divide, lambda g, ans, a, b: unbroadcast(divide(g, b), shape(a)),
 defvjp(negative, lambda g, ans, a: negative(g))
 
 
+def _scale(g, c):
+    """g * c for a number c; a cotangent broadcast from one value (the mean of the draws)
+    stays a broadcast view instead of becoming a full array."""
+    if type(g) is np.ndarray and g.ndim and not any(g.strides):
+        return np.broadcast_to(g.flat[0] * c, g.shape)
+    return multiply(g, c)
+
+
 def _power_base(g, ans, a, b):
     if isinstance(b, (int, float)) and b == 2:
-        return unbroadcast(multiply(g, multiply(2.0, a)), shape(a))
+        return unbroadcast(multiply(_scale(g, 2.0), a), shape(a))
     return unbroadcast(multiply(g, multiply(b, power(a, subtract(b, 1)))), shape(a))
 
 
