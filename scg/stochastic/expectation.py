@@ -191,7 +191,8 @@ def grad_samples(E, argnums=0, *, allow_unused=False):
                 if not allow_unused:
                     raise NoGradientPathError(E.no_path_message(name))
                 g = np.zeros(np.shape(c.value))
-            flat.append(np.asarray(strip(g), dtype=float))
+            g = np.asarray(strip(g), dtype=float)
+            flat.append(g if g.flags.writeable else g.copy())  # not a broadcast view
         return GradSamples(traced.rebuild(flat), n)
 
     return grad_samples_fun
