@@ -6,10 +6,11 @@ sites upstream of c and box(t) = exp(t - stop_gradient(t)) equals 1. Its
 gradient is the surrogate gradient of Schulman et al. (2015): pathwise and
 direct terms, plus grad log p(w) times the costs downstream of w only; its
 higher derivatives stay unbiased. A baseline b_w enters as (1 - box(log p(w))) * b_w,
-zero in value, subtracting grad log p(w) * b_w.
+zero in value, subtracting grad log p(w) * b_w. When only first derivatives are
+taken, the equivalent and cheaper form of Schulman et al. is built instead.
 
 Plates: every per-element quantity is laid out on a canonical grid
-(n, *plate axes), one axis per plate dim (size 1 where absent), so that element
+(n, *plate axes), one axis per plate (size 1 where absent), so that element
 b of a site meets only the costs of element b.
 """
 
