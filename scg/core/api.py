@@ -59,9 +59,18 @@ def _as_float(leaf, argnum, path):
     return arr.astype(np.float64)
 
 
-def _finish(g, shape):
-    """A cotangent as the user sees it: float64 arrays at the top level, traced inside."""
+def _finish(g, shape, seen=None):
+    """A cotangent as the user sees it: float64 arrays at the top level, traced inside.
+
+    Every returned array is the caller's own: a cotangent shared by two arguments (the
+    rule of `a + b`) or a read-only broadcast view is copied. `seen` holds the ids of the
+    arrays returned so far in one call.
+    """
     if type(g) is np.ndarray and g.dtype == np.float64 and g.shape == shape:
+        if not g.flags.writeable or (seen is not None and id(g) in seen):
+            g = g.copy()
+        if seen is not None:
+            seen.add(id(g))
         return g
     if g is None:
         return np.zeros(shape)
@@ -112,7 +121,8 @@ def value_and_grad(fun, argnums=0, *, allow_unused=False):
         check = getattr(fun, "check_gradient", None)
         if check is not None:
             check(grads, traced.names(), traced.roots())
-        flat = [_finish(g, s) for g, s in zip(grads, traced.shapes())]
+        seen = set()
+        flat = [_finish(g, s, seen) for g, s in zip(grads, traced.shapes())]
         if not isinstance(value, Tracer):
             value = float(value.item() if hasattr(value, "item") else value)
         return value, traced.rebuild(flat)

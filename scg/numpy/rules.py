@@ -95,6 +95,8 @@ def _scale(g, c):
 def _power_base(g, ans, a, b):
     if isinstance(b, (int, float)) and b == 2:
         return unbroadcast(multiply(_scale(g, 2.0), a), shape(a))
+    if isinstance(b, (int, float)) and b == 0:  # x**0 is constant, also at x = 0
+        return np.zeros(shape(a))
     return unbroadcast(multiply(g, multiply(b, power(a, subtract(b, 1)))), shape(a))
 
 
@@ -417,11 +419,17 @@ take_along_axis = prim("take_along_axis", lambda x, indices, axis=-1: np.take_al
 
 
 def _put_along_axis_add(g, indices, x_shape, axis):
-    out = np.zeros(x_shape, dtype=np.result_type(g, float))
-    grid = list(np.ix_(*[np.arange(s) for s in np.shape(g)]))
-    grid[axis % len(x_shape)] = np.broadcast_to(indices, np.shape(g))
+    """The cotangent of take_along_axis: g added back at the indices (repeats add up),
+    then summed over the axes along which the table was broadcast."""
+    axis = axis % len(x_shape)
+    g_shape = np.shape(g)
+    full = tuple(x_shape[i] if i == axis else g_shape[i] for i in range(len(x_shape)))
+    out = np.zeros(full, dtype=np.result_type(g, float))
+    grid = list(np.ix_(*[np.arange(s) for s in g_shape]))
+    grid[axis] = np.broadcast_to(_as_index(np.asarray(indices)), g_shape)
     np.add.at(out, tuple(grid), g)
-    return out
+    broadcast = tuple(i for i in range(len(x_shape)) if x_shape[i] == 1 and full[i] != 1)
+    return np.add.reduce(out, axis=broadcast, keepdims=True) if broadcast else out
 
 
 put_along_axis_add = prim("put_along_axis_add", _put_along_axis_add)

@@ -212,3 +212,25 @@ def test_bool_of_traced_value_uses_its_value():
         return x ** 2 if x > 0 else -x
 
     assert scg.grad(f)(2.0) == 4.0 and scg.grad(f)(-2.0) == -1.0
+
+
+def test_gradients_are_the_callers_own_arrays():
+    ga, gb = scg.grad(lambda a, b: np.sum(a + b), argnums=(0, 1))(np.ones(3), np.ones(3))
+    ga *= 10.0
+    assert np.all(gb == 1.0)
+    g = scg.grad(lambda x: np.sum(x))(np.ones(5000))    # a broadcast cotangent
+    g *= 0.5
+    assert np.all(g == 0.5)
+
+
+def test_take_along_axis_gradients_with_float_and_broadcast_indices():
+    x = np.array([[1.0, 2.0], [3.0, 4.0]])
+    g = scg.grad(lambda x: np.sum(np.take_along_axis(x, np.array([[1.0], [0.0]]), axis=1)))(x)
+    assert np.array_equal(g, [[0.0, 1.0], [1.0, 0.0]])
+    g = scg.grad(lambda x: np.sum(np.take_along_axis(x, np.array([[1], [0]]), axis=1)))(
+        np.array([[1.0, 2.0]]))
+    assert np.array_equal(g, [[1.0, 1.0]])
+
+
+def test_power_zero_has_zero_derivative_at_zero():
+    assert scg.grad(lambda x: x ** 0)(0.0) == 0.0
