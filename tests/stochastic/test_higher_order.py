@@ -17,6 +17,15 @@ def batch_stats(estimate, batches):
     return values.mean(axis=0), values.std(axis=0, ddof=1) / np.sqrt(batches)
 
 
+def assert_hessian_matches(model, exact_fn, theta, n=20_000, batches=10):
+    """The Hessian estimate of E[model] within 5 standard errors of the exact one."""
+    exact = scg.hessian(exact_fn)(theta)
+    mean, se = batch_stats(lambda s: scg.hessian(
+        scg.expectation(model, n=n, seed=s))(theta), batches)
+    assert np.all(np.abs(mean - exact) < 5 * se + 1e-3)
+    return mean
+
+
 # ---------------------------------------------------------------- coupled Bernoulli sites
 THETA = np.array([0.3, -0.5, 0.8, 0.0])
 CONFIGS = np.array(list(itertools.product([0.0, 1.0], repeat=len(THETA))))
@@ -42,10 +51,7 @@ def coupled_model(baseline):
 
 @pytest.mark.parametrize("baseline", [None, "loo"])
 def test_hessian_of_coupled_bernoullis_matches_enumeration(baseline):
-    exact = scg.hessian(exact_expectation)(THETA)
-    mean, se = batch_stats(lambda s: scg.hessian(
-        scg.expectation(coupled_model(baseline), n=20_000, seed=s))(THETA), 10)
-    assert np.all(np.abs(mean - exact) < 5 * se + 1e-3)
+    mean = assert_hessian_matches(coupled_model(baseline), exact_expectation, THETA)
     assert np.allclose(mean, mean.T)
 
 
@@ -109,10 +115,7 @@ MDP_THETA = np.array([0.2, -0.3, 0.5])
 
 @pytest.mark.parametrize("baseline", [None, "loo"])
 def test_hessian_of_a_two_step_process(baseline):
-    exact = scg.hessian(mdp_exact)(MDP_THETA)
-    mean, se = batch_stats(lambda s: scg.hessian(
-        scg.expectation(mdp_model(baseline), n=20_000, seed=s))(MDP_THETA), 10)
-    assert np.all(np.abs(mean - exact) < 5 * se + 1e-3)
+    assert_hessian_matches(mdp_model(baseline), mdp_exact, MDP_THETA)
 
 
 def test_baselines_reduce_the_variance_of_second_derivatives():
