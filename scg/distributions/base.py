@@ -56,7 +56,9 @@ class Distribution:
             ok = np.asarray(constraint.check(raw))
             if not np.all(ok):
                 bad = int(ok.size - np.count_nonzero(ok))
-                first = raw[~np.broadcast_to(ok, raw.shape)].ravel()[:3] if raw.ndim else raw
+                # ok has one entry per batch element: add unit axes for the event dimensions
+                ok_full = np.reshape(ok, ok.shape + (1,) * max(raw.ndim - ok.ndim, 0))
+                first = raw[~np.broadcast_to(ok_full, raw.shape)].ravel()[:3] if raw.ndim else raw
                 raise ValueError(
                     f"{name_of}: parameter '{name}' must be {constraint.text}; "
                     f"{bad} of {ok.size} entries are not (for example {np.round(first, 6)}). "

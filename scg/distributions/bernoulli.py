@@ -36,13 +36,15 @@ class Bernoulli(Distribution):
         return (rng.random(self._extended_shape(shape)) < p).astype(float)
 
     def log_prob(self, value):
+        inside = np.logical_or(np.equal(value, 0), np.equal(value, 1))
         if self.logits is not None:
             # x l - softplus(l): log sigmoid(l) for 1, log sigmoid(-l) for 0, without
             # overflow; linear in the logits, so per-draw work stays linear in every order
-            return value * self.logits - R.softplus(self.logits)
+            return np.where(inside, value * self.logits - R.softplus(self.logits), -np.inf)
         p = self.probs
-        return np.where(value == 1, np.log(np.where(value == 1, p, 1.0)),
-                        np.log1p(-np.where(value == 1, 0.0, p)))
+        one = np.equal(value, 1)
+        lp = np.where(one, np.log(np.where(one, p, 1.0)), np.log1p(-np.where(one, 0.0, p)))
+        return np.where(inside, lp, -np.inf)
 
     @property
     def mean(self):

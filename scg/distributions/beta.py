@@ -45,7 +45,9 @@ class Beta(Distribution):
         return beta_path(self.a, self.b, noise)
 
     def log_prob(self, value):
-        return beta_log_prob(value, self.a, self.b)
+        inside = np.logical_and(np.greater_equal(value, 0.0), np.less_equal(value, 1.0))
+        lp = beta_log_prob(np.where(inside, value, 0.5), self.a, self.b)
+        return np.where(inside, lp, -np.inf)
 
     @property
     def mean(self):

@@ -5,7 +5,7 @@ import numpy as np
 from ..kernels import discrete as K
 from ..kernels.primitives import kernel_primitives
 from . import constraints
-from ._util import full, plain
+from ._util import full, is_count, plain
 from .base import Distribution, broadcast_shape
 
 # arguments (k, total_count, probs); only probs is differentiable (its derivative is which=3)
@@ -40,7 +40,9 @@ class Binomial(Distribution):
         return rng.binomial(n, np.broadcast_to(plain(self.probs), shape), shape).astype(float)
 
     def log_prob(self, value):
-        return binomial_log_prob(value, self.total_count, self.probs)
+        inside = np.logical_and(is_count(value), np.less_equal(value, self.total_count))
+        lp = binomial_log_prob(np.where(inside, value, 0.0), self.total_count, self.probs)
+        return np.where(inside, lp, -np.inf)
 
     @property
     def mean(self):

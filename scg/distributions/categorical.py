@@ -4,7 +4,7 @@ import numpy as np
 
 from ..numpy import rules as R
 from . import constraints
-from ._util import full, plain
+from ._util import full, is_count, plain
 from .base import Distribution
 
 categorical_support = constraints.Constraint(
@@ -55,7 +55,10 @@ class Categorical(Distribution):
 
     def log_prob(self, value):
         hit = np.equal(np.arange(self.num_categories), np.expand_dims(value, -1))
-        return np.sum(np.where(hit, self._log_probs(), 0.0), axis=-1)
+        lp = np.sum(np.where(hit, self._log_probs(), 0.0), axis=-1)
+        inside = np.logical_and(is_count(value),
+                                np.less_equal(value, self.num_categories - 1))
+        return np.where(inside, lp, -np.inf)
 
     @property
     def mean(self):

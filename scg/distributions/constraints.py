@@ -48,9 +48,11 @@ unit_interval = Constraint("in [0, 1]", lambda x: (x >= 0) & (x <= 1))
 open_unit_interval = Constraint("in (0, 1)", lambda x: (x > 0) & (x < 1))
 half_open_unit_interval = Constraint("in (0, 1]", lambda x: (x > 0) & (x <= 1))
 boolean = Constraint("0 or 1", lambda x: (x == 0) | (x == 1), discrete=True)
-nonnegative_integer = Constraint("a nonnegative integer", lambda x: (x >= 0) & (x == np.floor(x)),
+nonnegative_integer = Constraint("a nonnegative integer",
+                                 lambda x: (x >= 0) & (x == np.floor(x)) & np.isfinite(x),
                                  discrete=True)
-positive_integer = Constraint("a positive integer", lambda x: (x >= 1) & (x == np.floor(x)),
+positive_integer = Constraint("a positive integer",
+                              lambda x: (x >= 1) & (x == np.floor(x)) & np.isfinite(x),
                               discrete=True)
 
 

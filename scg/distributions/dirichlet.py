@@ -47,8 +47,22 @@ class Dirichlet(Distribution):
 
     def log_prob(self, value):
         a = self.concentration
-        return (np.sum((a - 1.0) * np.log(value), axis=-1)
-                - np.sum(lgamma(a), axis=-1) + lgamma(np.sum(a, axis=-1)))
+        pos = np.greater(value, 0.0)
+        # (a - 1) log x is 0 when a == 1, also at x == 0 (not 0 * -inf); no log of 0 is taken
+        xlog = np.where(pos, (a - 1.0) * np.log(np.where(pos, value, 1.0)), 0.0)
+        lp = np.sum(xlog, axis=-1) - np.sum(lgamma(a), axis=-1) + lgamma(np.sum(a, axis=-1))
+        # entries at 0: the density is 0 there if a > 1 and infinite if a < 1 (0 wins)
+        zero = np.logical_not(pos)
+        vanish = np.greater(np.sum(np.where(np.logical_and(zero, np.greater(a, 1.0)), 1.0, 0.0),
+                                   axis=-1), 0.0)
+        blow_up = np.greater(np.sum(np.where(np.logical_and(zero, np.less(a, 1.0)), 1.0, 0.0),
+                                    axis=-1), 0.0)
+        lp = np.where(vanish, -np.inf, np.where(blow_up, np.inf, lp))
+        # the support: entries >= 0 summing to 1
+        negative = np.sum(np.where(np.less(value, 0.0), 1.0, 0.0), axis=-1)
+        inside = np.logical_and(np.equal(negative, 0.0),
+                                np.less_equal(np.abs(np.sum(value, axis=-1) - 1.0), 1e-6))
+        return np.where(inside, lp, -np.inf)
 
     @property
     def mean(self):

@@ -38,7 +38,8 @@ class Exponential(Distribution):
         return exponential_path(noise, self.rate)
 
     def log_prob(self, value):
-        return exponential_log_prob(value, self.rate)
+        inside = np.greater_equal(value, 0.0)
+        return np.where(inside, exponential_log_prob(value, self.rate), -np.inf)
 
     @property
     def mean(self):

@@ -46,7 +46,10 @@ class Gamma(Distribution):
         return standard_gamma_path(self.concentration, noise) / self.rate
 
     def log_prob(self, value):
-        return gamma_log_prob(value, self.concentration, self.rate)
+        # x = 0 belongs to the closure of the support: finite density there when a == 1
+        inside = np.greater_equal(value, 0.0)
+        lp = gamma_log_prob(np.where(inside, value, 1.0), self.concentration, self.rate)
+        return np.where(inside, lp, -np.inf)
 
     @property
     def mean(self):

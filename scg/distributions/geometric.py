@@ -5,7 +5,7 @@ import numpy as np
 from ..kernels import discrete as K
 from ..kernels.primitives import kernel_primitives
 from . import constraints
-from ._util import full, plain
+from ._util import full, is_count, plain
 from .base import Distribution, broadcast_shape
 
 geometric_log_prob, _ = kernel_primitives(
@@ -35,7 +35,9 @@ class Geometric(Distribution):
         return (rng.geometric(np.broadcast_to(plain(self.probs), shape), shape) - 1).astype(float)
 
     def log_prob(self, value):
-        return geometric_log_prob(value, self.probs)
+        inside = is_count(value)
+        lp = geometric_log_prob(np.where(inside, value, 0.0), self.probs)
+        return np.where(inside, lp, -np.inf)
 
     @property
     def mean(self):

@@ -32,7 +32,9 @@ class LogNormal(LocationScale):
         return lognormal_path(noise, self.loc, self.scale)
 
     def log_prob(self, value):
-        return lognormal_log_prob(value, self.loc, self.scale)
+        inside = np.greater(value, 0.0)
+        lp = lognormal_log_prob(np.where(inside, value, 1.0), self.loc, self.scale)
+        return np.where(inside, lp, -np.inf)
 
     @property
     def mean(self):
@@ -40,5 +42,7 @@ class LogNormal(LocationScale):
 
     @property
     def variance(self):
+        # in log space: expm1(s2) exp(2 loc + s2) overflows where the product is finite
         s2 = self.scale ** 2
-        return np.broadcast_to(np.expm1(s2) * np.exp(2 * self.loc + s2), self.batch_shape)
+        return np.broadcast_to(np.exp(np.log(np.expm1(s2)) + 2 * self.loc + s2),
+                               self.batch_shape)

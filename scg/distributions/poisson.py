@@ -5,7 +5,7 @@ import numpy as np
 from ..kernels import discrete as K
 from ..kernels.primitives import kernel_primitives
 from . import constraints
-from ._util import full, plain
+from ._util import full, is_count, plain
 from .base import Distribution, broadcast_shape
 
 poisson_log_prob, _ = kernel_primitives(
@@ -35,7 +35,8 @@ class Poisson(Distribution):
         return rng.poisson(np.broadcast_to(plain(self.rate), shape), shape).astype(float)
 
     def log_prob(self, value):
-        return poisson_log_prob(value, self.rate)
+        inside = is_count(value)
+        return np.where(inside, poisson_log_prob(np.where(inside, value, 0.0), self.rate), -np.inf)
 
     @property
     def mean(self):

@@ -25,6 +25,9 @@ class Uniform(Distribution):
     has_rsample = True
 
     def __init__(self, low, high, validate_args=None):
+        # lists and tuples as arrays (the path and log_prob use arithmetic operators)
+        low, high = (np.asarray(v, dtype=float) if isinstance(v, (list, tuple)) else v
+                     for v in (low, high))
         self.low, self.high = low, high
         super().__init__({"low": low, "high": high}, broadcast_shape(low, high),
                          validate_args=validate_args)

@@ -21,6 +21,39 @@ from .special import digamma_scalar
 _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
 
 
+def _edge(c):
+    """The limit of c * log(x) as x -> 0+: -inf for c > 0, +inf for c < 0, 0 for c == 0."""
+    return np.where(np.greater(c, 0.0), -np.inf, np.where(np.less(c, 0.0), np.inf, 0.0))
+
+
+def _xlogy(c, x):
+    """c * log(x) for x >= 0, taken as 0 when c == 0 (also at x == 0); no log of 0 is taken."""
+    pos = np.greater(x, 0.0)
+    return np.where(pos, c * np.log(np.where(pos, x, 1.0)), _edge(c))
+
+
+def _xdivy(c, x):
+    """c / x, taken as 0 when c == 0 (also at x == 0); no division by 0 is done."""
+    nz = np.not_equal(x, 0.0)
+    return np.where(nz, c / np.where(nz, x, 1.0), -_edge(c))
+
+
+def _log0(x):
+    """log(x) for x >= 0 (-inf at 0) without taking the log of 0."""
+    pos = np.greater(x, 0.0)
+    return np.where(pos, np.log(np.where(pos, x, 1.0)), -np.inf)
+
+
+@njit(cache=True)
+def _xdivy_scalar(c, x):
+    """c / x, 0 when c == 0 and +-inf when x == 0 (no ZeroDivisionError)."""
+    if c == 0.0:
+        return 0.0
+    if x == 0.0:
+        return math.inf if c > 0 else -math.inf
+    return c / x
+
+
 # ---------------------------------------------------------------- Normal(loc, scale)
 @njit(cache=True)
 def _normal(which, x, loc, scale):
@@ -248,9 +281,11 @@ def exponential_path_twin(which, eps, rate):
 @njit(cache=True)
 def _gamma(which, x, a, rate):
     if which == 0:
-        return a * math.log(rate) + (a - 1.0) * math.log(x) - rate * x - math.lgamma(a)
+        # (a - 1) log x is 0 when a == 1, also at x == 0 (not 0 * -inf)
+        xlog = 0.0 if a == 1.0 else (a - 1.0) * math.log(x)
+        return a * math.log(rate) + xlog - rate * x - math.lgamma(a)
     if which == 1:
-        return (a - 1.0) / x - rate
+        return _xdivy_scalar(a - 1.0, x) - rate
     if which == 2:
         return math.log(rate * x) - digamma_scalar(a)
     return a / rate - x
@@ -265,11 +300,11 @@ def gamma_density(which, out, x, a, rate):
 
 def gamma_density_twin(which, x, a, rate):
     if which == 0:
-        return a * np.log(rate) + (a - 1.0) * np.log(x) - rate * x - lgamma(a)
+        return a * np.log(rate) + _xlogy(a - 1.0, x) - rate * x - lgamma(a)
     if which == 1:
-        return (a - 1.0) / x - rate
+        return _xdivy(a - 1.0, x) - rate
     if which == 2:
-        return np.log(rate) + np.log(x) - digamma(a)
+        return np.log(rate) + _log0(x) - digamma(a)
     return a / rate - x
 
 
@@ -277,10 +312,12 @@ def gamma_density_twin(which, x, a, rate):
 @njit(cache=True)
 def _beta(which, x, a, b):
     if which == 0:
-        return ((a - 1.0) * math.log(x) + (b - 1.0) * math.log1p(-x)
-                - math.lgamma(a) - math.lgamma(b) + math.lgamma(a + b))
+        # (a - 1) log x is 0 when a == 1, also at x == 0 (not 0 * -inf); same for b
+        xlog = 0.0 if a == 1.0 else (a - 1.0) * math.log(x)
+        ylog = 0.0 if b == 1.0 else (b - 1.0) * math.log1p(-x)
+        return xlog + ylog - math.lgamma(a) - math.lgamma(b) + math.lgamma(a + b)
     if which == 1:
-        return (a - 1.0) / x - (b - 1.0) / (1.0 - x)
+        return _xdivy_scalar(a - 1.0, x) - _xdivy_scalar(b - 1.0, 1.0 - x)
     if which == 2:
         return math.log(x) - digamma_scalar(a) + digamma_scalar(a + b)
     return math.log1p(-x) - digamma_scalar(b) + digamma_scalar(a + b)
@@ -295,10 +332,13 @@ def beta_density(which, out, x, a, b):
 
 def beta_density_twin(which, x, a, b):
     if which == 0:
-        return ((a - 1.0) * np.log(x) + (b - 1.0) * np.log1p(-x)
-                - lgamma(a) - lgamma(b) + lgamma(a + b))
+        y_in = np.less(x, 1.0)
+        ylog = np.where(y_in, (b - 1.0) * np.log1p(-np.where(y_in, x, 0.0)), _edge(b - 1.0))
+        return _xlogy(a - 1.0, x) + ylog - lgamma(a) - lgamma(b) + lgamma(a + b)
     if which == 1:
-        return (a - 1.0) / x - (b - 1.0) / (1.0 - x)
+        return _xdivy(a - 1.0, x) - _xdivy(b - 1.0, 1.0 - x)
     if which == 2:
-        return np.log(x) - digamma(a) + digamma(a + b)
-    return np.log1p(-x) - digamma(b) + digamma(a + b)
+        return _log0(x) - digamma(a) + digamma(a + b)
+    y_in = np.less(x, 1.0)
+    ylog = np.where(y_in, np.log1p(-np.where(y_in, x, 0.0)), -np.inf)
+    return ylog - digamma(b) + digamma(a + b)

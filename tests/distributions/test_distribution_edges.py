@@ -1,0 +1,205 @@
+"""Edge cases of the distributions: boundaries and outside of the support, validation of
+event-shaped parameters with batch dimensions, and a few parameter corner cases."""
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.stats as st
+
+import scg
+from scg.kernels import continuous as C
+from scg.kernels.primitives import run
+
+LOG2 = np.log(2.0)
+
+
+def _no_warnings(f, *args):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with np.errstate(all="raise"):
+            return f(*args)
+
+
+# ---------------------------------------------------------------- 1. boundary of the support
+@pytest.mark.parametrize("make, value", [
+    (lambda: scg.Gamma(1.0, 2.0), 0.0),
+    (lambda: scg.Beta(1.0, 2.0), 0.0),
+    (lambda: scg.Beta(2.0, 1.0), 1.0),
+    (lambda: scg.Dirichlet(np.array([1.0, 2.0])), np.array([0.0, 1.0])),
+])
+def test_log_prob_at_boundary_with_finite_density_is_finite(make, value):
+    lp = _no_warnings(make().log_prob, value)
+    np.testing.assert_allclose(lp, LOG2, rtol=1e-12)
+
+
+def test_log_prob_at_boundary_other_concentrations():
+    np.testing.assert_array_equal(scg.Gamma(np.array([0.5, 2.0]), 1.0).log_prob(0.0),
+                                  [np.inf, -np.inf])
+    np.testing.assert_array_equal(scg.Beta(np.array([0.5, 2.0]), 2.0).log_prob(0.0),
+                                  [np.inf, -np.inf])
+    d = scg.Dirichlet(np.array([[2.0, 2.0, 1.0], [0.5, 2.0, 1.0], [1.0, 1.0, 1.0]]))
+    np.testing.assert_allclose(d.log_prob(np.array([0.0, 0.5, 0.5])),
+                               [-np.inf, np.inf, np.log(2.0)])
+
+
+def test_boundary_kernels_match_twins():
+    x = np.array([0.0, 0.0, 0.0, 0.5, 1.0, 1.0])
+    a = np.array([1.0, 2.0, 0.5, 1.0, 1.0, 3.0])
+    b = np.array([2.0, 1.0, 1.0, 1.0, 1.0, 0.5])
+    for which in range(4):
+        for kernel, twin in ((C.gamma_density, C.gamma_density_twin),
+                             (C.beta_density, C.beta_density_twin)):
+            got = run(kernel, which, x, a, b)
+            want = _no_warnings(twin, which, x, a, b)
+            np.testing.assert_allclose(got, want, rtol=1e-12)
+            assert not np.isnan(got).any()
+    assert run(C.gamma_density, 0, x[:1], a[:1], b[:1])[0] == pytest.approx(LOG2)
+
+
+def test_boundary_gradients_are_finite():
+    # in the value at x = 0 with a = 1: d/dx (-rate x) = -rate, d/dx (b - 1) log(1 - x) = 1 - b
+    assert _no_warnings(scg.grad(lambda x: scg.Gamma(1.0, 2.0).log_prob(x)), 0.0) == -2.0
+    assert _no_warnings(scg.grad(lambda x: scg.Beta(1.0, 2.0).log_prob(x)), 0.0) == -1.0
+    assert _no_warnings(scg.grad(lambda x: scg.Beta(3.0, 1.0).log_prob(x)), 1.0) == 2.0
+    # and in the parameters, unchanged
+    assert scg.grad(lambda r: scg.Gamma(1.0, r).log_prob(0.0))(2.0) == pytest.approx(0.5)
+    assert scg.grad(lambda b: scg.Beta(1.0, b).log_prob(0.0))(2.0) == pytest.approx(0.5)
+
+
+# ---------------------------------------------------------------- 2. outside the support
+OUTSIDE = {
+    "Categorical": (lambda: scg.Categorical(probs=np.array([0.2, 0.3, 0.5])),
+                    [3.0, -1.0, 1.5, 7.0], [0.0, 1.0, 2.0]),
+    "CategoricalLogits": (lambda: scg.Categorical(logits=np.array([0.2, 0.3, 0.5])),
+                          [3.0, -1.0, 0.5], [0.0, 2.0]),
+    "Exponential": (lambda: scg.Exponential(2.0), [-1.0, -1e-300], [0.0, 1.5]),
+    "Geometric": (lambda: scg.Geometric(0.3), [-1.0, 0.5, 2.5], [0.0, 3.0]),
+    "Bernoulli": (lambda: scg.Bernoulli(probs=0.3), [2.0, -1.0, 0.5], [0.0, 1.0]),
+    "BernoulliLogits": (lambda: scg.Bernoulli(logits=0.3), [2.0, -1.0, 0.5], [0.0, 1.0]),
+    "Poisson": (lambda: scg.Poisson(3.5), [0.5, -1.0, -2.0], [0.0, 4.0]),
+    "Binomial": (lambda: scg.Binomial(5, 0.3), [6.0, -1.0, 2.5], [0.0, 2.0, 5.0]),
+    "Gamma": (lambda: scg.Gamma(2.0, 1.0), [-1.0, -1e-300], [0.5, 3.0]),
+    "Beta": (lambda: scg.Beta(2.0, 1.0), [1.5, -0.5], [0.25, 0.75]),
+    "LogNormal": (lambda: scg.LogNormal(0.0, 1.0), [-1.0, 0.0], [0.5, 3.0]),
+}
+
+SCIPY = {
+    "Categorical": lambda v: np.log(np.array([0.2, 0.3, 0.5])[v.astype(int)]),
+    "Exponential": lambda v: st.expon(scale=0.5).logpdf(v),
+    "Geometric": lambda v: st.geom(0.3, loc=-1).logpmf(v),
+    "Bernoulli": lambda v: st.bernoulli(0.3).logpmf(v),
+    "Poisson": lambda v: st.poisson(3.5).logpmf(v),
+    "Binomial": lambda v: st.binom(5, 0.3).logpmf(v),
+    "Gamma": lambda v: st.gamma(2.0).logpdf(v),
+    "Beta": lambda v: st.beta(2.0, 1.0).logpdf(v),
+    "LogNormal": lambda v: st.lognorm(1.0).logpdf(v),
+}
+
+
+@pytest.mark.parametrize("name", list(OUTSIDE))
+def test_log_prob_outside_support_is_minus_inf(name):
+    make, outside, inside = OUTSIDE[name]
+    d = make()
+    lp = _no_warnings(d.log_prob, np.array(outside))
+    np.testing.assert_array_equal(lp, -np.inf)
+    lp_in = _no_warnings(d.log_prob, np.array(inside))
+    assert np.all(np.isfinite(lp_in))
+    if name in SCIPY:
+        np.testing.assert_allclose(lp_in, SCIPY[name](np.array(inside)), rtol=1e-10)
+
+
+def test_categorical_masses_sum_to_one_over_any_range():
+    d = scg.Categorical(probs=np.array([0.2, 0.3, 0.5]))
+    assert np.exp(d.log_prob(np.arange(-3.0, 8.0))).sum() == pytest.approx(1.0)
+
+
+def test_dirichlet_outside_support():
+    d = scg.Dirichlet(np.array([2.0, 2.0]))
+    for v in ([1.5, -0.5], [0.3, 0.3], [1.0, 1.0]):
+        assert _no_warnings(d.log_prob, np.array(v)) == -np.inf
+    np.testing.assert_allclose(d.log_prob(np.array([0.25, 0.75])),
+                               st.dirichlet([2.0, 2.0]).logpdf([0.25, 0.75]), rtol=1e-12)
+
+
+def test_gradients_inside_support_unchanged_and_zero_outside():
+    v = np.array([-1.0, 0.5, 2.0])
+    g = _no_warnings(scg.grad(lambda r: np.sum(scg.Exponential(r).log_prob(v[1:]))), 2.0)
+    assert g == pytest.approx(2 / 2.0 - 2.5)
+    g = scg.grad(lambda r: np.sum(np.where(np.isfinite(scg.Exponential(r).log_prob(v)),
+                                           scg.Exponential(r).log_prob(v), 0.0)))(2.0)
+    assert g == pytest.approx(2 / 2.0 - 2.5)
+    # derivative in the value itself, through the masks
+    gx = scg.grad(lambda x: np.sum(scg.Gamma(3.0, 2.0).log_prob(x)))(np.array([0.5, 1.5]))
+    np.testing.assert_allclose(gx, 2.0 / np.array([0.5, 1.5]) - 2.0)
+    gx = scg.grad(lambda x: np.sum(scg.LogNormal(0.0, 1.0).log_prob(x)))(np.array([0.5, 1.5]))
+    y = np.array([0.5, 1.5])
+    np.testing.assert_allclose(gx, (-np.log(y) - 1.0) / y)
+    gp = scg.grad(lambda p: np.sum(scg.Geometric(p).log_prob(np.array([-1.0, 2.0]))
+                                   [1:]))(0.3)
+    assert gp == pytest.approx(1 / 0.3 - 2 / 0.7)
+    gp = scg.grad(lambda p: np.sum(scg.Categorical(logits=p).log_prob(np.array([2.0]))))(
+        np.zeros(3))
+    np.testing.assert_allclose(gp, [-1 / 3, -1 / 3, 2 / 3])
+    gd = scg.grad(lambda a: scg.Dirichlet(a).log_prob(np.array([0.2, 0.8])))(np.array([2.0, 3.0]))
+    assert np.all(np.isfinite(gd))
+
+
+def test_out_of_support_masks_work_on_per_draw_values():
+    def model(m):
+        k = scg.sample("k", scg.Poisson(2.0))
+        x = scg.sample("x", scg.Normal(m, 1.0))
+        scg.cost("cat", np.exp(scg.Categorical(probs=np.array([0.2, 0.3, 0.5])).log_prob(k)))
+        scg.cost("gam", np.exp(scg.Gamma(2.0, 1.0).log_prob(x)))
+        scg.cost("ber", np.exp(scg.Bernoulli(probs=0.3).log_prob(k)))
+
+    tr = scg.trace(model, 0.3, n=300, seed=0)
+    k = np.asarray(tr.sites["k"].value)
+    x = np.asarray(tr.sites["x"].value)
+    cat = np.where(k <= 2, np.array([0.2, 0.3, 0.5])[np.minimum(k, 2).astype(int)], 0.0)
+    np.testing.assert_allclose(tr.costs["cat"], cat, rtol=1e-12)
+    np.testing.assert_allclose(tr.costs["gam"], st.gamma(2.0).pdf(x), rtol=1e-10, atol=1e-300)
+    np.testing.assert_allclose(tr.costs["ber"], st.bernoulli(0.3).pmf(k), rtol=1e-12)
+    g = scg.grad(scg.expectation(model, n=300, seed=0))(0.3)
+    assert np.isfinite(g)
+
+
+# ---------------------------------------------------------------- 3. event-shaped validation
+@pytest.mark.parametrize("name, make, param", [
+    ("Categorical", lambda: scg.Categorical(probs=np.array([[0.2, 0.3, 0.5], [0.2, 0.3, 0.6]])),
+     "probs"),
+    ("Categorical", lambda: scg.Categorical(logits=np.array([[0.0, 1.0, np.nan], [0.0, 0, 0]])),
+     "logits"),
+    ("Dirichlet", lambda: scg.Dirichlet(np.array([[1.0, 2.0, 3.0], [1.0, -1.0, 2.0]])),
+     "concentration"),
+    ("MultivariateNormal",
+     lambda: scg.MultivariateNormal(np.zeros(2), np.stack([np.eye(2), np.eye(2), -np.eye(2)])),
+     "scale_tril"),
+    ("MultivariateNormal",
+     lambda: scg.MultivariateNormal(np.array([[0.0, np.nan], [0, 0], [0, 0]]), np.eye(2)),
+     "loc"),
+])
+def test_batched_event_parameters_raise_named_value_error(name, make, param):
+    with pytest.raises(ValueError, match=f"{name}: parameter '{param}'"):
+        make()
+
+
+# ---------------------------------------------------------------- 4. corner cases
+def test_binomial_rejects_infinite_total_count():
+    with pytest.raises(ValueError, match="Binomial: parameter 'total_count'"):
+        scg.Binomial(np.inf, 0.3)
+
+
+def test_uniform_accepts_lists():
+    d = scg.Uniform([0.0, 1.0], 2.0)
+    assert d.batch_shape == (2,)
+    assert d.sample(np.random.default_rng(0), 3).shape == (3, 2)
+    np.testing.assert_allclose(d.log_prob(1.5), [-np.log(2.0), 0.0])
+
+
+def test_lognormal_variance_does_not_overflow():
+    v = scg.LogNormal(360.0, 1e-3).variance
+    assert np.isfinite(v)
+    np.testing.assert_allclose(v, st.lognorm(1e-3, scale=np.exp(360.0)).var(), rtol=1e-9)
+    np.testing.assert_allclose(scg.LogNormal(0.3, 0.7).variance,
+                               st.lognorm(0.7, scale=np.exp(0.3)).var(), rtol=1e-12)
