@@ -18,3 +18,14 @@ def is_count(k):
 def full(x, shape):
     """x broadcast to `shape` (works on traced values)."""
     return np.broadcast_to(x, tuple(shape))
+
+
+def mask_outside(inside, lp):
+    """lp where `inside`, -inf elsewhere. When every entry is inside (draws of the
+    distribution itself), lp is returned as is: no extra operation on the tape."""
+    return lp if np.all(strip(inside)) else np.where(inside, lp, -np.inf)
+
+
+def outside_to(inside, value, safe):
+    """value where `inside`, `safe` elsewhere (a point where the formulas stay finite)."""
+    return value if np.all(strip(inside)) else np.where(inside, value, safe)

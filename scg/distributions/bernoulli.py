@@ -5,6 +5,7 @@ import numpy as np
 from ..core.tape import strip
 from ..numpy import rules as R
 from . import constraints
+from ._util import mask_outside
 from .base import Distribution, broadcast_shape
 
 
@@ -40,11 +41,11 @@ class Bernoulli(Distribution):
         if self.logits is not None:
             # x l - softplus(l): log sigmoid(l) for 1, log sigmoid(-l) for 0, without
             # overflow; linear in the logits, so per-draw work stays linear in every order
-            return np.where(inside, value * self.logits - R.softplus(self.logits), -np.inf)
+            return mask_outside(inside, value * self.logits - R.softplus(self.logits))
         p = self.probs
         one = np.equal(value, 1)
         lp = np.where(one, np.log(np.where(one, p, 1.0)), np.log1p(-np.where(one, 0.0, p)))
-        return np.where(inside, lp, -np.inf)
+        return mask_outside(inside, lp)
 
     @property
     def mean(self):

@@ -6,7 +6,7 @@ from ..kernels import continuous as K
 from ..kernels import implicit as KI
 from ..kernels.primitives import implicit_path_primitive, kernel_primitives
 from . import constraints
-from ._util import full, plain
+from ._util import full, mask_outside, outside_to, plain
 from .base import Distribution, broadcast_shape
 
 beta_log_prob, _ = kernel_primitives("beta_log_prob", K.beta_density, K.beta_density_twin, 3)
@@ -46,8 +46,8 @@ class Beta(Distribution):
 
     def log_prob(self, value):
         inside = np.logical_and(np.greater_equal(value, 0.0), np.less_equal(value, 1.0))
-        lp = beta_log_prob(np.where(inside, value, 0.5), self.a, self.b)
-        return np.where(inside, lp, -np.inf)
+        lp = beta_log_prob(outside_to(inside, value, 0.5), self.a, self.b)
+        return mask_outside(inside, lp)
 
     @property
     def mean(self):

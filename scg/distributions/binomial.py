@@ -5,7 +5,7 @@ import numpy as np
 from ..kernels import discrete as K
 from ..kernels.primitives import kernel_primitives
 from . import constraints
-from ._util import full, is_count, plain
+from ._util import full, is_count, mask_outside, outside_to, plain
 from .base import Distribution, broadcast_shape
 
 # arguments (k, total_count, probs); only probs is differentiable (its derivative is which=3)
@@ -41,8 +41,8 @@ class Binomial(Distribution):
 
     def log_prob(self, value):
         inside = np.logical_and(is_count(value), np.less_equal(value, self.total_count))
-        lp = binomial_log_prob(np.where(inside, value, 0.0), self.total_count, self.probs)
-        return np.where(inside, lp, -np.inf)
+        lp = binomial_log_prob(outside_to(inside, value, 0.0), self.total_count, self.probs)
+        return mask_outside(inside, lp)
 
     @property
     def mean(self):

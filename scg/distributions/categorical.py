@@ -4,7 +4,7 @@ import numpy as np
 
 from ..numpy import rules as R
 from . import constraints
-from ._util import full, is_count, plain
+from ._util import full, is_count, mask_outside, plain
 from .base import Distribution
 
 categorical_support = constraints.Constraint(
@@ -58,7 +58,7 @@ class Categorical(Distribution):
         lp = np.sum(np.where(hit, self._log_probs(), 0.0), axis=-1)
         inside = np.logical_and(is_count(value),
                                 np.less_equal(value, self.num_categories - 1))
-        return np.where(inside, lp, -np.inf)
+        return mask_outside(inside, lp)
 
     @property
     def mean(self):

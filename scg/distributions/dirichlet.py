@@ -4,7 +4,7 @@ import numpy as np
 
 from ..numpy.special import lgamma
 from . import constraints
-from ._util import full, plain
+from ._util import full, mask_outside, plain
 from .base import Distribution
 from .gamma import standard_gamma_path
 
@@ -62,7 +62,7 @@ class Dirichlet(Distribution):
         negative = np.sum(np.where(np.less(value, 0.0), 1.0, 0.0), axis=-1)
         inside = np.logical_and(np.equal(negative, 0.0),
                                 np.less_equal(np.abs(np.sum(value, axis=-1) - 1.0), 1e-6))
-        return np.where(inside, lp, -np.inf)
+        return mask_outside(inside, lp)
 
     @property
     def mean(self):

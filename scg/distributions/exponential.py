@@ -5,6 +5,7 @@ import numpy as np
 from ..kernels import continuous as K
 from ..kernels.primitives import kernel_primitives
 from . import constraints
+from ._util import mask_outside
 from .base import Distribution, broadcast_shape
 
 exponential_log_prob, _ = kernel_primitives(
@@ -39,7 +40,7 @@ class Exponential(Distribution):
 
     def log_prob(self, value):
         inside = np.greater_equal(value, 0.0)
-        return np.where(inside, exponential_log_prob(value, self.rate), -np.inf)
+        return mask_outside(inside, exponential_log_prob(value, self.rate))
 
     @property
     def mean(self):

@@ -6,7 +6,7 @@ from ..kernels import continuous as K
 from ..kernels import implicit as KI
 from ..kernels.primitives import implicit_path_primitive, kernel_primitives
 from . import constraints
-from ._util import full, plain
+from ._util import full, mask_outside, outside_to, plain
 from .base import Distribution, broadcast_shape
 
 gamma_log_prob, _ = kernel_primitives("gamma_log_prob", K.gamma_density, K.gamma_density_twin, 3)
@@ -48,8 +48,8 @@ class Gamma(Distribution):
     def log_prob(self, value):
         # x = 0 belongs to the closure of the support: finite density there when a == 1
         inside = np.greater_equal(value, 0.0)
-        lp = gamma_log_prob(np.where(inside, value, 1.0), self.concentration, self.rate)
-        return np.where(inside, lp, -np.inf)
+        lp = gamma_log_prob(outside_to(inside, value, 1.0), self.concentration, self.rate)
+        return mask_outside(inside, lp)
 
     @property
     def mean(self):

@@ -5,7 +5,7 @@ import numpy as np
 from ..kernels import discrete as K
 from ..kernels.primitives import kernel_primitives
 from . import constraints
-from ._util import full, is_count, plain
+from ._util import full, is_count, mask_outside, outside_to, plain
 from .base import Distribution, broadcast_shape
 
 geometric_log_prob, _ = kernel_primitives(
@@ -36,8 +36,8 @@ class Geometric(Distribution):
 
     def log_prob(self, value):
         inside = is_count(value)
-        lp = geometric_log_prob(np.where(inside, value, 0.0), self.probs)
-        return np.where(inside, lp, -np.inf)
+        lp = geometric_log_prob(outside_to(inside, value, 0.0), self.probs)
+        return mask_outside(inside, lp)
 
     @property
     def mean(self):

@@ -5,6 +5,7 @@ import numpy as np
 from ..kernels import continuous as K
 from ..kernels.primitives import kernel_primitives
 from . import constraints
+from ._util import mask_outside, outside_to
 from .location_scale import LocationScale
 
 lognormal_log_prob, _ = kernel_primitives(
@@ -33,8 +34,8 @@ class LogNormal(LocationScale):
 
     def log_prob(self, value):
         inside = np.greater(value, 0.0)
-        lp = lognormal_log_prob(np.where(inside, value, 1.0), self.loc, self.scale)
-        return np.where(inside, lp, -np.inf)
+        lp = lognormal_log_prob(outside_to(inside, value, 1.0), self.loc, self.scale)
+        return mask_outside(inside, lp)
 
     @property
     def mean(self):

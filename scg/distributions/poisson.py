@@ -5,7 +5,7 @@ import numpy as np
 from ..kernels import discrete as K
 from ..kernels.primitives import kernel_primitives
 from . import constraints
-from ._util import full, is_count, plain
+from ._util import full, is_count, mask_outside, outside_to, plain
 from .base import Distribution, broadcast_shape
 
 poisson_log_prob, _ = kernel_primitives(
@@ -36,7 +36,7 @@ class Poisson(Distribution):
 
     def log_prob(self, value):
         inside = is_count(value)
-        return np.where(inside, poisson_log_prob(np.where(inside, value, 0.0), self.rate), -np.inf)
+        return mask_outside(inside, poisson_log_prob(outside_to(inside, value, 0.0), self.rate))
 
     @property
     def mean(self):

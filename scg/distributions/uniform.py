@@ -3,6 +3,7 @@
 import numpy as np
 
 from . import constraints
+from ._util import mask_outside, plain
 from .base import Distribution, broadcast_shape
 
 
@@ -34,7 +35,6 @@ class Uniform(Distribution):
 
     def _validate(self):
         super()._validate()
-        from ._util import plain
         ok = np.asarray(plain(self.low) < plain(self.high))  # physical values: any shape
         if not np.all(ok):
             bad = int(ok.size - np.count_nonzero(ok))
@@ -50,7 +50,7 @@ class Uniform(Distribution):
     def log_prob(self, value):
         inside = np.logical_and(np.greater_equal(value, self.low),
                                 np.less_equal(value, self.high))
-        return np.where(inside, -np.log(self.high - self.low) + 0.0 * value, -np.inf)
+        return mask_outside(inside, -np.log(self.high - self.low) + 0.0 * value)
 
     @property
     def mean(self):
