@@ -105,16 +105,22 @@ def test_path_derivative_matches_finite_differences(ex):
             return ex.make(**{name: p}, validate_args=False).path(noise_at(params))
 
         jac = scg.jacobian(lambda p: f(p))(base)
-        fd = np.zeros_like(jac)
+        fd = central_differences(f, base, jac.shape, step=1e-6)
         out_nd = jac.ndim - base.ndim
-        for idx in np.ndindex(base.shape):
-            h = 1e-6 * max(abs(base[idx]), 1.0)
-            up, down = base.copy(), base.copy()
-            up[idx] += h
-            down[idx] -= h
-            fd[(Ellipsis,) + idx] = (np.asarray(f(up)) - np.asarray(f(down))) / (2 * h)
         assert out_nd >= 1
         np.testing.assert_allclose(jac, fd, rtol=1e-5, atol=1e-7, err_msg=name)
+
+
+def central_differences(f, base, shape, step=1e-5):
+    """d f / d base by central differences, laid out as out.shape + base.shape."""
+    fd = np.zeros(shape)
+    for idx in np.ndindex(base.shape):
+        h = step * max(abs(base[idx]), 1.0)
+        up, down = base.copy(), base.copy()
+        up[idx] += h
+        down[idx] -= h
+        fd[(Ellipsis,) + idx] = (np.asarray(f(up)) - np.asarray(f(down))) / (2 * h)
+    return fd
 
 
 @pytest.mark.parametrize("ex", EXAMPLES, ids=ids(EXAMPLES))
@@ -128,14 +134,7 @@ def test_log_prob_second_order(ex):
             return np.sum(ex.make(**{name: p}, validate_args=False).log_prob(x))
 
         hess = scg.hessian(lp)(base)
-        g = scg.grad(lp)
-        fd = np.zeros_like(hess)
-        for idx in np.ndindex(base.shape):
-            h = 1e-5 * max(abs(base[idx]), 1.0)
-            up, down = base.copy(), base.copy()
-            up[idx] += h
-            down[idx] -= h
-            fd[(Ellipsis,) + idx] = (g(up) - g(down)) / (2 * h)
+        fd = central_differences(scg.grad(lp), base, hess.shape)
         np.testing.assert_allclose(hess, fd, rtol=1e-5, atol=1e-6, err_msg=name)
 
 
@@ -149,15 +148,8 @@ def test_path_second_order(ex):
         def f(p, name=name):
             return np.sum(np.sin(ex.make(**{name: p}, validate_args=False).path(eps)))
 
-        g = scg.grad(f)
         hess = scg.hessian(f)(base)
-        fd = np.zeros_like(hess)
-        for idx in np.ndindex(base.shape):
-            h = 1e-5 * max(abs(base[idx]), 1.0)
-            up, down = base.copy(), base.copy()
-            up[idx] += h
-            down[idx] -= h
-            fd[(Ellipsis,) + idx] = (g(up) - g(down)) / (2 * h)
+        fd = central_differences(scg.grad(f), base, hess.shape)
         # implicit families: at fixed *noise* x0 (not fixed CDF level) the path is the
         # identity in the draw, so compare only explicit families exactly
         if ex.uniform_noise is None:
