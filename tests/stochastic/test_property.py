@@ -30,6 +30,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import scg
+from finite_differences import fd_grad
 
 THETA_KEYS = ("t0", "t1", "t2")
 N = 40_000
@@ -165,13 +166,7 @@ def exact_expectation(spec, theta):
 
 
 def exact_gradient(spec, theta, h=1e-5):
-    out = {}
-    for k in theta:
-        up, down = dict(theta), dict(theta)
-        up[k] += h
-        down[k] -= h
-        out[k] = (exact_expectation(spec, up) - exact_expectation(spec, down)) / (2 * h)
-    return out
+    return fd_grad(lambda t: exact_expectation(spec, t), theta, h)
 
 
 # ---------------------------------------------------------------------- strategies

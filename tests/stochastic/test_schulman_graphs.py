@@ -30,6 +30,7 @@ import numpy as np
 import pytest
 
 import scg
+from finite_differences import fd_grad
 
 N = 200_000
 N_VAR = 400_000
@@ -53,17 +54,6 @@ def softmax(z):
 def normal_expect(f, loc, scale):
     """E[f(X)] for X ~ Normal(loc, scale), by 80-point Gauss-Hermite quadrature."""
     return float(np.sum(_GH_W * f(loc + scale * _GH_X)))
-
-
-def fd_grad(fun, theta, h=1e-5):
-    """Central finite differences of a plain function of a dict of scalars."""
-    out = {}
-    for k in theta:
-        up, down = dict(theta), dict(theta)
-        up[k] += h
-        down[k] -= h
-        out[k] = (fun(up) - fun(down)) / (2 * h)
-    return out
 
 
 def check_gradient(model, theta, exact, n=N, seed=0, warmup=0):
