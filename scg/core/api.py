@@ -63,11 +63,12 @@ def _finish(g, shape, seen=None):
     """A cotangent as the user sees it: float64 arrays at the top level, traced inside.
 
     Every returned array is the caller's own: a cotangent shared by two arguments (the
-    rule of `a + b`) or a read-only broadcast view is copied. `seen` holds the ids of the
+    rule of `a + b`), a view into another array (a bias's cotangent is often a row of
+    the next one's) or a read-only broadcast view is copied. `seen` holds the ids of the
     arrays returned so far in one call.
     """
     if type(g) is np.ndarray and g.dtype == np.float64 and g.shape == shape:
-        if not g.flags.writeable or (seen is not None and id(g) in seen):
+        if g.base is not None or not g.flags.writeable or (seen is not None and id(g) in seen):
             g = g.copy()
         if seen is not None:
             seen.add(id(g))

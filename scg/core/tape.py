@@ -61,6 +61,7 @@ class Primitive:
         self.__doc__ = doc or f"The primitive {name}."
         self.fn = fn
         self.vjps = {}
+        self.plain_vjps = None  # first-order twins of the rules (see defvjp_plain)
         self.kind = kind
         # How per-sample values pass through (see scg/stochastic/persample.py):
         # "elementwise" for broadcasting elementwise functions, or a rule callable.
@@ -90,34 +91,47 @@ def defvjp(prim, *rules):
             prim.vjps[i] = rule
 
 
-class Node:
-    """One recorded call: the primitive, its output and inputs, and traced parents.
+def defvjp_plain(prim, *rules):
+    """Attach first-order twins of prim's VJP rules, written in plain numpy.
 
-    `order` increases with creation; a node's parents exist before it, so visiting nodes
-    by decreasing `order` visits every node after all the nodes that use it.
+    The backward pass uses a twin instead of the rule when neither the cotangent nor the
+    call's inputs are traced, which is every step of a first-order gradient: the rule
+    written in primitives would pay a primitive call per operation there, for nothing to
+    record. A rule given as None keeps the traced rule for that argument.
     """
-
-    __slots__ = ("prim", "ans", "args", "kwargs", "parents", "order")
-
-    def __init__(self, prim, ans, args, kwargs, parents):
-        self.prim = prim
-        self.ans = ans
-        self.args = args
-        self.kwargs = kwargs
-        self.parents = parents  # list of (argnum, Node)
-        self.order = next(_node_ids)
+    prim.plain_vjps = dict(prim.vjps)
+    for i, rule in enumerate(rules):
+        if rule is not None:
+            prim.plain_vjps[i] = rule
 
 
 class Box(Tracer):
-    """A value being differentiated at one trace level."""
+    """A value being differentiated at one trace level, and the recorded call that made it.
 
-    __slots__ = ("value", "node")
+    The box is its own tape node: `prim` was called on `args` (the unboxed inputs) and
+    `kwargs` to give `value`; `parents` lists (argnum, Box) for the traced inputs that
+    have a VJP rule. `order` increases with creation, so a box's parents are older than
+    it, and visiting boxes by decreasing `order` visits each after everything that uses it.
+    `rules` are the VJP rules for a plain cotangent: the plain twins when no input is traced.
+    """
+
+    __slots__ = ("value", "prim", "args", "kwargs", "parents", "order", "rules")
     __array_priority__ = 100.0
 
-    def __init__(self, value, node, level):
+    def __init__(self, value, level, prim=None, args=(), kwargs=None, parents=(), rules=None):
         self.value = value
-        self.node = node
         self.level = level
+        self.prim = prim
+        self.args = args
+        self.kwargs = kwargs
+        self.parents = parents
+        self.rules = rules
+        self.order = next(_node_ids)
+
+    @property
+    def node(self):
+        """The tape node of this value: the box itself."""
+        return self
 
     @staticmethod
     def process(prim, args, kwargs, level):
@@ -126,18 +140,23 @@ class Box(Tracer):
         vjps = prim.vjps
         lower = False  # are tracers of lower levels left among the unboxed arguments?
         for i, a in enumerate(args):
-            if isinstance(a, Tracer):
-                if a.level == level and type(a) is Box:
-                    raw[i] = v = a.value
-                    lower = lower or isinstance(v, Tracer)
-                    if i in vjps:
-                        parents.append((i, a.node))
-                else:
+            if type(a) is Box and a.level == level:
+                raw[i] = v = a.value
+                if i in vjps:
+                    parents.append((i, a))
+                if isinstance(v, Tracer):
                     lower = True
-        ans = prim(*raw, **kwargs) if lower else prim.fn(*raw, **kwargs)
+            elif isinstance(a, Tracer):
+                lower = True
+        if lower:
+            ans = prim(*raw, **kwargs)
+            rules = prim.vjps
+        else:
+            ans = prim.fn(*raw, **kwargs)
+            rules = prim.plain_vjps or prim.vjps
         if not parents or prim.kind != "smooth":
             return ans
-        return Box(ans, Node(prim, ans, raw, kwargs, parents), level)
+        return Box(ans, level, prim, raw, kwargs, parents, rules)
 
     def __repr__(self):
         return f"Box({self.value!r}, level={self.level})"
@@ -145,7 +164,7 @@ class Box(Tracer):
 
 def new_root(value, level):
     """Box `value` as an independent variable of the trace at `level`."""
-    return Box(value, Node(None, value, (), {}, []), level)
+    return Box(value, level)
 
 
 def strip(x, level=0):
@@ -183,7 +202,8 @@ def backward(out_node, g, roots):
             found[node] = g
         if not node.parents:
             continue
-        vjps, args, kwargs, ans = node.prim.vjps, node.args, node.kwargs, node.ans
+        vjps = node.prim.vjps if isinstance(g, Tracer) else node.rules
+        args, kwargs, ans = node.args, node.kwargs, node.value
         for i, parent in node.parents:
             gi = vjps[i](g, ans, *args, **kwargs)
             prev = grads.get(parent)

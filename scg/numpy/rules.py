@@ -589,7 +589,8 @@ log_softmax = prim("log_softmax", _log_softmax,
                    doc="x - logsumexp(x, axis), stably; keyword axis=-1.")
 
 defvjp(sigmoid, lambda g, ans, x: multiply(g, multiply(ans, subtract(1.0, ans))))
-defvjp(softplus, lambda g, ans, x: multiply(g, sigmoid(x)))
+# sigmoid(x) = exp(x - softplus(x)): x - ans <= 0, so this never overflows
+defvjp(softplus, lambda g, ans, x: multiply(g, exp(subtract(x, ans))))
 defvjp(relu, lambda g, ans, x: multiply(g, strip(x) > 0))
 defvjp(logsumexp, lambda g, ans, x, axis=None, keepdims=False:
        multiply(_restore_reduced(g, shape(x), axis, keepdims),

@@ -1,0 +1,123 @@
+"""First-order twins of the hot VJP rules, in plain numpy (see `defvjp_plain`).
+
+A rule in `rules.py` is written with primitives so that outer trace levels record it;
+at first order there is nothing to record, and each of its primitive calls is pure
+overhead on small arrays. Each twin here computes the same cotangent with numpy calls
+only. The finite-difference checks exercise both: first order runs the twins, second
+order the traced rules.
+"""
+
+import math
+
+import numpy as np
+
+from ..core.tape import defvjp_plain
+from . import rules as R
+
+# Array methods and attributes, not numpy's module-level functions: on small arrays those
+# wrappers cost as much as the arithmetic.
+shape = R.shape
+
+
+def unbroadcast(g, target):
+    """Sum a cotangent of a broadcast result back to an input of shape `target`."""
+    g_shape = shape(g)
+    if g_shape == target:
+        return g
+    extra = len(g_shape) - len(target)
+    if extra == 1 and g_shape[1:] == target:  # the common case: one leading axis added
+        return g[0] if g_shape[0] == 1 else R._sum(g, axis=0)
+    target = tuple(target)
+    stretched = tuple(i + extra for i, s in enumerate(target) if s == 1 and g_shape[i + extra] != 1)
+    if not stretched and math.prod(g_shape[:extra]) == 1:
+        return g.reshape(target)
+    return R._sum(g, axis=tuple(range(extra)) + stretched).reshape(target)
+
+
+def _restore_reduced(g, x_shape, axis, keepdims):
+    if not keepdims and axis is not None:
+        axes = R._axes_tuple(axis, len(x_shape))
+        g = np.reshape(g, tuple(1 if i in axes else s for i, s in enumerate(x_shape)))
+    return R._broadcast_to(g, x_shape)
+
+
+# ---------------------------------------------------------------- arithmetic
+defvjp_plain(R.add, lambda g, ans, a, b: unbroadcast(g, shape(a)),
+             lambda g, ans, a, b: unbroadcast(g, shape(b)))
+defvjp_plain(R.subtract, lambda g, ans, a, b: unbroadcast(g, shape(a)),
+             lambda g, ans, a, b: np.negative(unbroadcast(g, shape(b))))
+defvjp_plain(R.multiply, lambda g, ans, a, b: unbroadcast(g * b, shape(a)),
+             lambda g, ans, a, b: unbroadcast(g * a, shape(b)))
+defvjp_plain(R.divide, lambda g, ans, a, b: unbroadcast(g / b, shape(a)),
+             lambda g, ans, a, b: unbroadcast(np.negative(g * ans / b), shape(b)))
+defvjp_plain(R.negative, lambda g, ans, a: np.negative(g))
+
+
+def _power_base(g, ans, a, b):
+    if isinstance(b, (int, float)):
+        if b == 2:
+            return unbroadcast(R._scale(g, 2.0) * a, shape(a))
+        if b == 0:  # x**0 is constant, also at x = 0
+            return np.zeros(shape(a))
+    return unbroadcast(g * (b * np.power(a, np.subtract(b, 1))), shape(a))
+
+
+def _power_exponent(g, ans, a, b):
+    a = np.asarray(a)
+    return unbroadcast(g * ans * np.log(np.where(a > 0, a, 1.0)), shape(b))
+
+
+defvjp_plain(R.power, _power_base, _power_exponent)
+
+# ---------------------------------------------------------------- elementwise
+defvjp_plain(R.exp, lambda g, ans, x: g * ans)
+defvjp_plain(R.log, lambda g, ans, x: g / x)
+defvjp_plain(R.log1p, lambda g, ans, x: g / (1.0 + x))
+defvjp_plain(R.expm1, lambda g, ans, x: g * (ans + 1.0))
+defvjp_plain(R.sqrt, lambda g, ans, x: (0.5 * g) / ans)
+defvjp_plain(R.square, lambda g, ans, x: g * (2.0 * x))
+defvjp_plain(R.sin, lambda g, ans, x: g * np.cos(x))
+defvjp_plain(R.cos, lambda g, ans, x: np.negative(g * np.sin(x)))
+defvjp_plain(R.tanh, lambda g, ans, x: g * (1.0 - ans * ans))
+defvjp_plain(R.maximum,
+             lambda g, ans, a, b: unbroadcast(g * R._share(True, a, b), shape(a)),
+             lambda g, ans, a, b: unbroadcast(g * R._share(True, b, a), shape(b)))
+defvjp_plain(R.minimum,
+             lambda g, ans, a, b: unbroadcast(g * R._share(False, a, b), shape(a)),
+             lambda g, ans, a, b: unbroadcast(g * R._share(False, b, a), shape(b)))
+defvjp_plain(R.where, None,
+             lambda g, ans, c, x, y: unbroadcast(np.where(c, g, 0.0), shape(x)),
+             lambda g, ans, c, x, y: unbroadcast(np.where(c, 0.0, g), shape(y)))
+
+# ---------------------------------------------------------------- reductions and shapes
+defvjp_plain(R.sum_, lambda g, ans, x, axis=None, keepdims=False:
+             _restore_reduced(g, shape(x), axis, keepdims))
+defvjp_plain(R.mean, lambda g, ans, x, axis=None, keepdims=False:
+             _restore_reduced(g / float(R._count(shape(x), axis)), shape(x), axis, keepdims))
+defvjp_plain(R.reshape, lambda g, ans, x, newshape: R._reshape(g, shape(x)))
+defvjp_plain(R.broadcast_to, lambda g, ans, x, target: unbroadcast(g, shape(x)))
+defvjp_plain(R.getitem, lambda g, ans, x, index: R._untake(g, index, shape(x)))
+
+
+# ---------------------------------------------------------------- linear algebra
+def _matmul_a(g, ans, a, b):
+    if type(b) is np.ndarray and b.ndim == 2 and R.ndim(a) >= 2:  # no batch axes to broadcast
+        return g @ b.T
+    return R._matmul_a(g, ans, a, b)
+
+
+def _matmul_b(g, ans, a, b):
+    if type(a) is np.ndarray and a.ndim >= 2 and R.ndim(b) == 2:
+        if a.ndim == 2:
+            return a.T @ g
+        k, m = b.shape  # every row of a stack meets the same matrix: one product
+        return a.reshape(-1, k).T @ g.reshape(-1, m)
+    return R._matmul_b(g, ans, a, b)
+
+
+defvjp_plain(R.matmul, _matmul_a, _matmul_b)
+
+# ---------------------------------------------------------------- stable helpers
+defvjp_plain(R.sigmoid, lambda g, ans, x: g * (ans * (1.0 - ans)))
+defvjp_plain(R.softplus, lambda g, ans, x: g * np.exp(x - ans))
+defvjp_plain(R.relu, lambda g, ans, x: np.where(x > 0, g, 0.0))
