@@ -6,17 +6,27 @@ exponential); the path is one fused kernel, its derivatives are 1 and eps, writt
 
 from ..core.tape import defvjp
 from ..kernels import continuous as K
-from ..kernels.primitives import kernel_primitives
+from ..kernels import parallel as P
+from ..kernels.primitives import kernel_primitives, run_flat
 from ..numpy import rules as R
 from . import constraints
 from .base import Distribution, broadcast_shape
 
 loc_scale_path, loc_scale_dpath = kernel_primitives(
-    "loc_scale_path", K.loc_scale_path, K.loc_scale_path_twin, 3)
+    "loc_scale_path", K.loc_scale_path, K.loc_scale_path_twin, 3, flat=P.loc_scale_path_flat)
+
+
+def _scale_vjp(g, ans, eps, loc, scale):
+    # g * eps; for a large per-draw g the flat kernel (which=3: the derivative eps) splits
+    # the product over the cores
+    d = run_flat(K.loc_scale_path, 3, (eps, loc, scale), g)
+    return R.unbroadcast(R.multiply(g, eps) if d is None else d, R.shape(scale))
+
+
 defvjp(loc_scale_path,
        lambda g, ans, eps, loc, scale: R.unbroadcast(R.multiply(g, scale), R.shape(eps)),
        lambda g, ans, eps, loc, scale: R.unbroadcast(g, R.shape(loc)),
-       lambda g, ans, eps, loc, scale: R.unbroadcast(R.multiply(g, eps), R.shape(scale)))
+       _scale_vjp)
 
 
 class LocationScale(Distribution):

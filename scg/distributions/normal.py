@@ -3,11 +3,12 @@
 import numpy as np
 
 from ..kernels import continuous as K
+from ..kernels import parallel as P
 from ..kernels.primitives import kernel_primitives
 from .location_scale import LocationScale
 
 normal_log_prob, normal_dlogp = kernel_primitives(
-    "normal_log_prob", K.normal_density, K.normal_density_twin, 3)
+    "normal_log_prob", K.normal_density, K.normal_density_twin, 3, flat=P.normal_density_flat)
 
 
 class Normal(LocationScale):

@@ -31,6 +31,9 @@ def sig(n_inputs):
 
 def run(kernel, which, *args):
     """Call `kernel(which, out, *inputs)` on the broadcast of `args`; return out."""
+    out = run_flat(kernel, which, args)
+    if out is not None:
+        return out
     arrays = [np.asarray(a, dtype=float) for a in args]
     shape = np.broadcast_shapes(*[a.shape for a in arrays])
     rows = shape[0] if shape else 1
@@ -52,6 +55,53 @@ def run(kernel, which, *args):
     return out.reshape(shape)
 
 
+# below this many entries a thread launch costs more than it saves
+PARALLEL_MIN = 1 << 16
+# kernel -> its flat parallel variant for single-valued parameters (kernels/parallel.py),
+# registered by `kernel_primitives(..., flat=)`
+FLAT = {}
+
+
+def readonly_flat(a):
+    """A 1-D read-only view of a C-contiguous array (the flat kernels' argument type)."""
+    v = a.reshape(-1)
+    if v.flags.writeable:
+        v = v.view()
+        v.flags.writeable = False
+    return v
+
+
+_NO_G = readonly_flat(np.empty(0))  # "no cotangent": a flat kernel writes plain values
+
+
+def run_flat(kernel, which, args, g=None):
+    """`kernel` output `which` (times g if given) by its flat parallel variant, or None
+    when the call does not qualify: plain arrays, the first argument a large C-contiguous
+    array of the full shape, every other one a single value (a size-1 array or a broadcast
+    copy), g of the full shape."""
+    flat = FLAT.get(kernel)
+    if flat is None or isinstance(g, Tracer) or any(isinstance(a, Tracer) for a in args):
+        return None
+    first = np.asarray(args[0], dtype=float)
+    if first.size < PARALLEL_MIN or not first.flags.c_contiguous:
+        return None
+    params = []
+    for a in args[1:]:
+        a = np.asarray(a, dtype=float)
+        if (a.size != 1 and any(a.strides)) or \
+                np.broadcast_shapes(a.shape, first.shape) != first.shape:
+            return None
+        params.append(float(a[(0,) * a.ndim]))
+    if g is not None:
+        g = np.asarray(g, dtype=float)
+        if g.shape != first.shape or not g.flags.c_contiguous:
+            return None
+    out = np.empty(first.shape)
+    flat(which, out.reshape(-1), _NO_G if g is None else readonly_flat(g),
+         readonly_flat(first), *params)
+    return out
+
+
 def composite_vjp(fn, argnum):
     """The VJP rule of `fn` (numpy calls on its arguments) for argument `argnum`, on the tape."""
     def rule(g, ans, *args):
@@ -67,7 +117,7 @@ def composite_vjp(fn, argnum):
     return rule
 
 
-def kernel_primitives(name, kernel, twin, n_args, differentiable=None):
+def kernel_primitives(name, kernel, twin, n_args, differentiable=None, flat=None):
     """The primitive `twin(0, *args)` computed by `kernel`, and its derivative primitives.
 
     Args:
@@ -76,11 +126,15 @@ def kernel_primitives(name, kernel, twin, n_args, differentiable=None):
         twin: numpy twin `twin(which, *args)`; `which = i + 1` is the derivative in arg i.
         n_args: the number of array arguments.
         differentiable: the argument indices with a derivative (default: all).
+        flat: the kernel's flat parallel variant (kernels/parallel.py), used for large
+            per-draw arrays with single-valued parameters; None if it has none.
     Returns:
         (primitive, [derivative primitive per argument or None]).
     """
     if differentiable is None:
         differentiable = range(n_args)
+    if flat is not None:
+        FLAT[kernel] = flat
     derivs = [None] * n_args
     for i in differentiable:
         d = Primitive(f"{name}_d{i}", lambda *a, _w=i + 1: run(kernel, _w, *a),
@@ -97,7 +151,11 @@ def kernel_primitives(name, kernel, twin, n_args, differentiable=None):
         def rule(g, ans, *a):
             if isinstance(g, Tracer) or any(isinstance(v, Tracer) for v in a):
                 return R.unbroadcast(R.multiply(g, derivs[i](*a)), R.shape(a[i]))
-            # first order on plain arrays: scale the kernel's output in place (no temporary)
+            # first order on plain arrays: g times the derivative in one pass if the
+            # kernel has a flat variant, else scale the kernel's output in place
+            d = run_flat(kernel, i + 1, a, g)
+            if d is not None:
+                return R.unbroadcast(d, np.shape(a[i]))
             d = run(kernel, i + 1, *a)
             if np.broadcast_shapes(np.shape(g), d.shape) == d.shape:
                 d *= g

@@ -6,6 +6,7 @@ from ..core import pytree
 from ..core.api import _Traced
 from ..core.tape import Box, Tracer, backward, new_level, new_root, strip
 from ..errors import NoGradientPathError
+from ..kernels.parallel import count_nonfinite
 from .persample import NO_DEPS, PerSample
 from .surrogate import surrogate
 from .trace import run_model
@@ -70,7 +71,7 @@ class Expectation:
     def check_gradient(self, grads, names, roots):
         """Raise FloatingPointError naming the site or cost behind a non-finite gradient."""
         bad = [name for g, name in zip(grads, names)
-               if g is not None and not np.all(np.isfinite(strip(g)))]
+               if g is not None and count_nonfinite(strip(g))]
         if bad:
             raise FloatingPointError(f"the gradient estimate for {bad[0]} is not finite; it "
                                      f"comes from {self._culprit(roots)}")

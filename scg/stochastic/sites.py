@@ -16,6 +16,7 @@ from ..distributions.base import Distribution, Independent
 from ..errors import BiasWarning, EstimatorError, TracingError
 from ..estimators import Pathwise, Score, as_estimator
 from ..estimators.baselines import LeaveOneOut
+from ..kernels.parallel import count_nonfinite
 from .persample import NO_DEPS, Deps, PerSample, _RECORDER, lift
 
 _RUNS = []
@@ -214,15 +215,6 @@ def _physical(dist, n, level):
 
 
 # ---------------------------------------------------------------------- cost
-def count_nonfinite(x):
-    """How many entries of x are inf or nan; one summing pass when there are none."""
-    x = np.asarray(x, dtype=float)
-    with np.errstate(over="ignore", invalid="ignore"):
-        if np.isfinite(np.sum(x)):
-            return 0
-    return int(x.size - np.count_nonzero(np.isfinite(x)))
-
-
 def cost(name, value):
     """Add a cost to the model: its value, summed over its shape, enters the objective.
 

@@ -110,8 +110,16 @@ def _levels(x):
 score_term = Primitive(
     "score_term", lambda log_prob, weight, scale: 0.0,
     doc="0 in value; its derivative in log_prob is scale * weight (constants): score terms.")
-defvjp(score_term, lambda g, ans, log_prob, weight, scale: R.multiply(R.multiply(g, scale),
-                                                                     weight))
+
+
+def _score_term_vjp(g, ans, log_prob, weight, scale):
+    c = R.multiply(g, scale)
+    if type(c) in (float, np.float64) and c == 1.0:
+        return weight  # scg.grad_samples seeds n against scale 1/n: no pass over the draws
+    return R.multiply(c, weight)
+
+
+defvjp(score_term, _score_term_vjp)
 
 
 def sum_all(terms):
