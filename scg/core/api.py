@@ -21,12 +21,13 @@ class _Traced:
             if not -len(args) <= i < len(args):
                 raise TypeError(f"argnums={argnums} but the function got {len(args)} arguments")
         self.args = list(args)
-        self.parts = []  # per argnum: (treedef, paths, roots)
+        self.parts = []  # per argnum: (treedef, leaf positions, roots); names made on demand
         for i in self.argnums:
-            leaves, treedef, paths = pytree.flatten(args[i])
-            roots = [new_root(_as_float(leaf, i, p), level) for leaf, p in zip(leaves, paths)]
-            self.args[i] = pytree.unflatten(treedef, roots)
-            self.parts.append((treedef, paths, roots))
+            leaves, treedef = pytree.flatten_leaves(args[i])
+            roots = [new_root(_as_float(leaf, i, treedef, k), level)
+                     for k, leaf in enumerate(leaves)]
+            self.args[i] = roots[0] if treedef is None else pytree.unflatten(treedef, roots)
+            self.parts.append((treedef, range(len(roots)), roots))
 
     def roots(self):
         return [r.node for _, _, roots in self.parts for r in roots]
@@ -35,25 +36,26 @@ class _Traced:
         return [R.shape(r.value) for _, _, roots in self.parts for r in roots]
 
     def names(self):
-        return [f"argument {i}{p}" for i, (_, paths, _) in zip(self.argnums, self.parts)
-                for p in paths]
+        return [f"argument {i}{p}" for i, (treedef, _, _) in zip(self.argnums, self.parts)
+                for p in pytree.leaf_paths(treedef)]
 
     def rebuild(self, flat):
         """Structure a flat list of per-leaf results like the differentiated arguments."""
         out, k = [], 0
-        for treedef, paths, _ in self.parts:
-            out.append(pytree.unflatten(treedef, flat[k:k + len(paths)]))
-            k += len(paths)
+        for treedef, positions, _ in self.parts:
+            out.append(pytree.unflatten(treedef, flat[k:k + len(positions)]))
+            k += len(positions)
         return out[0] if self.single else tuple(out)
 
 
-def _as_float(leaf, argnum, path):
+def _as_float(leaf, argnum, treedef, k):
     if type(leaf) is np.ndarray and leaf.dtype == np.float64:
         return leaf  # the common case; never written to, so no copy is needed
     if isinstance(leaf, Tracer):
         return leaf
     arr = np.asarray(leaf)
     if arr.dtype.kind not in "biuf":
+        path = pytree.leaf_paths(treedef)[k]
         raise TypeError(f"cannot differentiate argument {argnum}{path} of dtype {arr.dtype}; "
                         "differentiated arguments are floats or float arrays")
     return arr.astype(np.float64)
@@ -62,16 +64,17 @@ def _as_float(leaf, argnum, path):
 def _finish(g, shape, seen=None):
     """A cotangent as the user sees it: float64 arrays at the top level, traced inside.
 
-    Every returned array is the caller's own: a cotangent shared by two arguments (the
-    rule of `a + b`), a view into another array (a bias's cotangent is often a row of
-    the next one's) or a read-only broadcast view is copied. `seen` holds the ids of the
-    arrays returned so far in one call.
+    Every returned array is the caller's own: a read-only broadcast view is copied, and so
+    is a cotangent whose memory another returned one shares (the rule of `a + b` gives
+    both the same array; a bias's cotangent can be a row of another's). `seen` holds the
+    ids of the memory owners of the arrays returned so far in one call.
     """
     if type(g) is np.ndarray and g.dtype == np.float64 and g.shape == shape:
-        if g.base is not None or not g.flags.writeable or (seen is not None and id(g) in seen):
-            g = g.copy()
+        owner = g if g.base is None else g.base  # numpy points every view at the owner
+        if not g.flags.writeable or (seen is not None and id(owner) in seen):
+            g = owner = g.copy()
         if seen is not None:
-            seen.add(id(g))
+            seen.add(id(owner))
         return g
     if g is None:
         return np.zeros(shape)

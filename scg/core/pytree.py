@@ -3,21 +3,35 @@
 
 def flatten(tree):
     """Return (leaves, treedef, paths): leaves in order, a structure to rebuild, leaf names."""
-    leaves, paths = [], []
-    treedef = _flatten(tree, "", leaves, paths)
-    return leaves, treedef, paths
+    leaves, treedef = flatten_leaves(tree)
+    return leaves, treedef, leaf_paths(treedef)
 
 
-def _flatten(t, path, leaves, paths):
+def flatten_leaves(tree):
+    """Return (leaves, treedef) without the leaf names (flatten on every gradient call)."""
+    leaves = []
+    return leaves, _flatten(tree, leaves)
+
+
+def _flatten(t, leaves):
     # Module-level recursion (not a closure that refers to itself): no reference cycle, so
     # flattening on every gradient call leaves nothing for the garbage collector.
     if isinstance(t, dict):
-        return (dict, [(k, _flatten(v, f"{path}[{k!r}]", leaves, paths)) for k, v in t.items()])
+        return (dict, [(k, _flatten(v, leaves)) for k, v in t.items()])
     if isinstance(t, (list, tuple)):
-        return (type(t), [_flatten(v, f"{path}[{i}]", leaves, paths) for i, v in enumerate(t)])
+        return (type(t), [_flatten(v, leaves) for v in t])
     leaves.append(t)
-    paths.append(path)
     return None
+
+
+def leaf_paths(treedef, prefix=""):
+    """The leaves' names in flatten order, such as "['W0']" or "[1][0]"."""
+    if treedef is None:
+        return [prefix]
+    kind, children = treedef
+    if kind is dict:
+        return [p for k, c in children for p in leaf_paths(c, f"{prefix}[{k!r}]")]
+    return [p for i, c in enumerate(children) for p in leaf_paths(c, f"{prefix}[{i}]")]
 
 
 def unflatten(treedef, leaves):
@@ -38,6 +52,6 @@ def _unflatten(d, it):
 
 def tree_map(fn, tree, *rest):
     """Apply fn leaf by leaf to trees of the same structure."""
-    leaves, treedef, _ = flatten(tree)
-    others = [flatten(r)[0] for r in rest]
+    leaves, treedef = flatten_leaves(tree)
+    others = [flatten_leaves(r)[0] for r in rest]
     return unflatten(treedef, [fn(*xs) for xs in zip(leaves, *others)])

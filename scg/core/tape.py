@@ -162,6 +162,37 @@ class Box(Tracer):
         return f"Box({self.value!r}, level={self.level})"
 
 
+def box_operator(prim, reflected=False):
+    """A Python operator method of Box for a two-argument primitive with two VJP rules.
+
+    `a + b` is the most frequent call on the tape, so the common cases are recorded here
+    without the general dispatch: the other operand plain or a box of the same level, and
+    no tracer of a lower level inside either. Everything else goes through `prim`.
+    `reflected` gives `__radd__` and the like: `other <op> self`.
+    """
+    fn = prim.fn
+
+    def operator(self, other):
+        value, level = self.value, self.level
+        if not isinstance(value, Tracer):
+            if type(other) is Box:
+                other_value = other.value
+                if other.level == level and not isinstance(other_value, Tracer):
+                    if reflected:
+                        self, other, value, other_value = other, self, other_value, value
+                    return Box(fn(value, other_value), level, prim, [value, other_value], {},
+                               [(0, self), (1, other)], prim.plain_vjps or prim.vjps)
+            elif not isinstance(other, Tracer):
+                if reflected:
+                    return Box(fn(other, value), level, prim, [other, value], {},
+                               [(1, self)], prim.plain_vjps or prim.vjps)
+                return Box(fn(value, other), level, prim, [value, other], {},
+                           [(0, self)], prim.plain_vjps or prim.vjps)
+        return prim(other, self) if reflected else prim(self, other)
+
+    return operator
+
+
 def new_root(value, level):
     """Box `value` as an independent variable of the trace at `level`."""
     return Box(value, level)

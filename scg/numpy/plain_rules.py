@@ -54,9 +54,11 @@ defvjp_plain(R.negative, lambda g, ans, a: np.negative(g))
 
 
 def _power_base(g, ans, a, b):
-    if isinstance(b, (int, float)):
+    if isinstance(b, (int, float)):  # then g has a's shape
         if b == 2:
-            return unbroadcast(R._scale(g, 2.0) * a, shape(a))
+            if type(g) is np.ndarray and g.ndim and not any(g.strides):
+                return a * (2.0 * g.flat[0])  # g broadcast from one value: one pass, not two
+            return (2.0 * g) * a
         if b == 0:  # x**0 is constant, also at x = 0
             return np.zeros(shape(a))
     return unbroadcast(g * (b * np.power(a, np.subtract(b, 1))), shape(a))
@@ -120,4 +122,4 @@ defvjp_plain(R.matmul, _matmul_a, _matmul_b)
 # ---------------------------------------------------------------- stable helpers
 defvjp_plain(R.sigmoid, lambda g, ans, x: g * (ans * (1.0 - ans)))
 defvjp_plain(R.softplus, lambda g, ans, x: g * np.exp(x - ans))
-defvjp_plain(R.relu, lambda g, ans, x: np.where(x > 0, g, 0.0))
+defvjp_plain(R.relu, lambda g, ans, x: g * np.sign(ans))  # sign(relu(x)) is 1 or 0

@@ -279,7 +279,7 @@ def _swapaxes(x, a, b):
 
 
 def _broadcast_to(x, target):
-    x_shape = np.shape(x)
+    x_shape = shape(x)
     if x_shape == target:
         return x
     if math.prod(x_shape) == 1 and math.prod(target) <= 4096:  # small: a copy beats a view
@@ -554,7 +554,10 @@ def _sigmoid(x):
 
 
 def _softplus(x):
-    # = logaddexp(0, x), but vectorized ufuncs are several times faster than np.logaddexp.
+    # = logaddexp(x, 0): one call wins on small arrays, but per element np.logaddexp is
+    # several times slower than this chain of vectorized ufuncs.
+    if getattr(x, "size", 1) < 128:
+        return np.logaddexp(x, 0.0)
     return np.maximum(x, 0.0) + np.log1p(np.exp(-np.abs(x)))
 
 
@@ -591,7 +594,7 @@ log_softmax = prim("log_softmax", _log_softmax,
 defvjp(sigmoid, lambda g, ans, x: multiply(g, multiply(ans, subtract(1.0, ans))))
 # sigmoid(x) = exp(x - softplus(x)): x - ans <= 0, so this never overflows
 defvjp(softplus, lambda g, ans, x: multiply(g, exp(subtract(x, ans))))
-defvjp(relu, lambda g, ans, x: multiply(g, strip(x) > 0))
+defvjp(relu, lambda g, ans, x: multiply(g, np.sign(strip(ans))))  # 1 where x > 0, else 0
 defvjp(logsumexp, lambda g, ans, x, axis=None, keepdims=False:
        multiply(_restore_reduced(g, shape(x), axis, keepdims),
                 exp(subtract(x, _restore_reduced(ans, shape(x), axis, keepdims)))))

@@ -221,6 +221,11 @@ def test_gradients_are_the_callers_own_arrays():
     g = scg.grad(lambda x: np.sum(x))(np.ones(5000))    # a broadcast cotangent
     g *= 0.5
     assert np.all(g == 0.5)
+    # a bias's cotangent is a row of the pre-activation's: no returned array shares memory
+    gz, gb = scg.grad(lambda z, b: np.sum((z + b) ** 2), argnums=(0, 1))(
+        np.ones((1, 3)), np.ones(3))
+    gz *= 0.0
+    assert np.all(gb == 4.0)
 
 
 def test_take_along_axis_gradients_with_float_and_broadcast_indices():
