@@ -8,7 +8,7 @@ import numpy as np
 from ..errors import NoGradientPathError
 from ..numpy import rules as R
 from . import pytree
-from .tape import Box, Tracer, backward, new_level, new_root, strip
+from .tape import Box, Tracer, backward, new_level, strip
 
 
 class _Traced:
@@ -17,23 +17,28 @@ class _Traced:
     def __init__(self, args, argnums, level):
         self.single = isinstance(argnums, int)
         self.argnums = (argnums,) if self.single else tuple(argnums)
+        n_args = len(args)
         for i in self.argnums:
-            if not -len(args) <= i < len(args):
-                raise TypeError(f"argnums={argnums} but the function got {len(args)} arguments")
+            if not -n_args <= i < n_args:
+                raise TypeError(f"argnums={argnums} but the function got {n_args} arguments")
         self.args = list(args)
         self.parts = []  # per argnum: (treedef, leaf positions, roots); names made on demand
+        self._roots = []
         for i in self.argnums:
             leaves, treedef = pytree.flatten_leaves(args[i])
-            roots = [new_root(_as_float(leaf, i, treedef, k), level)
+            roots = [Box(leaf if type(leaf) is np.ndarray and leaf.dtype is _F64
+                         else _as_float(leaf, i, treedef, k), level)
                      for k, leaf in enumerate(leaves)]
             self.args[i] = roots[0] if treedef is None else pytree.unflatten(treedef, roots)
             self.parts.append((treedef, range(len(roots)), roots))
+            self._roots += roots
 
     def roots(self):
-        return [r.node for _, _, roots in self.parts for r in roots]
+        """The boxes of the differentiated leaves, in order (the tape's roots)."""
+        return self._roots
 
     def shapes(self):
-        return [R.shape(r.value) for _, _, roots in self.parts for r in roots]
+        return [R.shape(r.value) for r in self._roots]
 
     def names(self):
         return [f"argument {i}{p}" for i, (treedef, _, _) in zip(self.argnums, self.parts)
@@ -41,16 +46,24 @@ class _Traced:
 
     def rebuild(self, flat):
         """Structure a flat list of per-leaf results like the differentiated arguments."""
+        if self.single:
+            treedef = self.parts[0][0]
+            return flat[0] if treedef is None else pytree.unflatten(treedef, flat)
         out, k = [], 0
         for treedef, positions, _ in self.parts:
             out.append(pytree.unflatten(treedef, flat[k:k + len(positions)]))
             k += len(positions)
-        return out[0] if self.single else tuple(out)
+        return tuple(out)
+
+
+_F64 = np.dtype(np.float64)
 
 
 def _as_float(leaf, argnum, treedef, k):
+    """A leaf to differentiate as float64 (float64 arrays are used as they are: never
+    written to, so no copy is needed)."""
     if type(leaf) is np.ndarray and leaf.dtype == np.float64:
-        return leaf  # the common case; never written to, so no copy is needed
+        return leaf
     if isinstance(leaf, Tracer):
         return leaf
     arr = np.asarray(leaf)
@@ -69,11 +82,15 @@ def _finish(g, shape, seen=None):
     both the same array; a bias's cotangent can be a row of another's). `seen` holds the
     ids of the memory owners of the arrays returned so far in one call.
     """
-    if type(g) is np.ndarray and g.dtype == np.float64 and g.shape == shape:
-        owner = g if g.base is None else g.base  # numpy points every view at the owner
-        if not g.flags.writeable or (seen is not None and id(owner) in seen):
+    if type(g) is np.ndarray and g.shape == shape and g.dtype is _F64:
+        owner = g.base  # numpy points every view at the array that owns the memory
+        if owner is None:
+            owner = g  # (arrays that numpy operations make are writeable)
+        elif not g.flags.writeable:
             g = owner = g.copy()
         if seen is not None:
+            if id(owner) in seen:
+                g = owner = g.copy()
             seen.add(id(owner))
         return g
     if g is None:

@@ -11,7 +11,7 @@ derivatives of any order work.
 """
 
 import itertools
-from operator import attrgetter
+from heapq import heappop, heappush
 
 _level = [0]
 _node_ids = itertools.count()
@@ -205,38 +205,28 @@ def strip(x, level=0):
     return x
 
 
-_order = attrgetter("order")
-
-
-def _toposort(end):
-    """Nodes reachable from `end`, each after every node that uses it (children first)."""
-    seen = {end}
-    stack = [end]
-    while stack:
-        for _, parent in stack.pop().parents:
-            if parent not in seen:
-                seen.add(parent)
-                stack.append(parent)
-    return sorted(seen, key=_order, reverse=True)
-
-
 def backward(out_node, g, roots):
-    """Propagate cotangent g from out_node; return the cotangents of `roots` (None if unreached)."""
+    """Propagate cotangent g from out_node; return the cotangents of `roots` (None if unreached).
+
+    Boxes are visited by decreasing `order` (a heap of the ones that have received a
+    cotangent), so each is visited after every box that uses it, and only once.
+    """
     grads = {out_node: g}
-    want = set(roots)
-    found = {}
-    for node in _toposort(out_node):
-        g = grads.pop(node, None)
-        if g is None:
+    heap = [(-out_node.order, out_node)]
+    while heap:
+        node = heappop(heap)[1]
+        parents = node.parents
+        if not parents:  # a root: its cotangent stays for the caller
             continue
-        if node in want:
-            found[node] = g
-        if not node.parents:
-            continue
+        g = grads.pop(node)
         vjps = node.prim.vjps if isinstance(g, Tracer) else node.rules
         args, kwargs, ans = node.args, node.kwargs, node.value
-        for i, parent in node.parents:
+        for i, parent in parents:
             gi = vjps[i](g, ans, *args, **kwargs)
             prev = grads.get(parent)
-            grads[parent] = gi if prev is None else prev + gi
-    return [found.get(r) for r in roots]
+            if prev is None:
+                grads[parent] = gi
+                heappush(heap, (-parent.order, parent))
+            else:
+                grads[parent] = prev + gi
+    return [grads.get(r) for r in roots]
