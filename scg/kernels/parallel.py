@@ -11,7 +11,8 @@ as the 2-D kernel, so the values are identical; the numpy twin is the 2-D kernel
 (times g).
 
 `count_nonfinite` is the finiteness check of costs, log-probabilities and gradients in
-one parallel counting pass.
+one parallel counting pass; `loo_advantage` the leave-one-out advantage of many draws in
+one parallel pass after the sum.
 """
 
 import numpy as np
@@ -76,3 +77,27 @@ def count_nonfinite(x):
             return 0
     return int(x.size - np.count_nonzero(np.isfinite(x)))
 
+
+
+@njit("void(float64[:, ::1], Array(float64, 2, 'C', readonly=True), float64, "
+      "Array(float64, 1, 'C', readonly=True))", parallel=True, cache=True)
+def _loo_advantage(out, q, k, t):
+    for i in prange(q.shape[0]):
+        for j in range(q.shape[1]):
+            out[i, j] = q[i, j] * k - t[j]
+
+
+def loo_advantage(q):
+    """The leave-one-out advantage q - (sum of the other draws) / (n - 1) of a large
+    C-contiguous q (n, *elements), in one parallel pass after the sum; the same operations
+    as `baselines.LeaveOneOut.advantage` (its twin): q * (n / (n - 1)) - sum / (n - 1).
+    None when q does not qualify."""
+    n = q.shape[0]
+    if q.size < PARALLEL_MIN or not q.flags.c_contiguous or q.dtype != np.float64 or n < 2:
+        return None
+    t = np.sum(q, axis=0, keepdims=True) / (n - 1)
+    out = np.empty(q.shape)
+    q2 = q.reshape(n, -1)
+    _loo_advantage(out.reshape(q2.shape), readonly_flat(q2).reshape(q2.shape), n / (n - 1),
+                   readonly_flat(t))
+    return out

@@ -1,8 +1,10 @@
-"""The flat parallel kernels against their twins, and `run` choosing them only when valid."""
+"""The flat parallel kernels against their twins, and `run` choosing them only when valid;
+the parallel leave-one-out advantage against the baseline's own formula."""
 
 import numpy as np
 import pytest
 
+from scg.estimators.baselines import LeaveOneOut
 from scg.kernels import continuous as C
 from scg.kernels import parallel as P
 from scg.kernels.primitives import PARALLEL_MIN, readonly_flat, run, run_flat
@@ -62,3 +64,12 @@ def test_count_nonfinite(size):
     odd = x[1::2]                                          # not contiguous: the numpy count
     assert P.count_nonfinite(odd) == np.count_nonzero(~np.isfinite(odd)) > 0
     assert P.count_nonfinite(np.full(size, 1e308)) == 0    # the sum overflows, no entry does
+
+
+@pytest.mark.parametrize("shape", [(N,), (N // 3, 3), (N // 4, 2, 2)])
+def test_loo_advantage_is_the_baselines_formula(shape):
+    q = rng.normal(size=shape) ** 2
+    np.testing.assert_array_equal(P.loo_advantage(np.broadcast_to(q, shape)),
+                                  LeaveOneOut().advantage(q, {}))
+    assert P.loo_advantage(q[:100]) is None                     # small: numpy does it
+    assert P.loo_advantage(np.broadcast_to(q[:1], shape)) is None  # one value for all draws
