@@ -103,6 +103,8 @@ def _finish(g, shape, seen=None):
 def _check_reached(grads, traced, fun, allow_unused):
     if allow_unused or not getattr(fun, "requires_gradient_path", False):
         return
+    if all(g is not None for g in grads):
+        return
     for g, name in zip(grads, traced.names()):
         if g is None:
             raise NoGradientPathError(fun.no_path_message(name))

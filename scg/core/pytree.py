@@ -1,5 +1,7 @@
 """Nested dict / list / tuple containers of arrays ("pytrees"): flatten and rebuild."""
 
+import functools
+
 
 def flatten(tree):
     """Return (leaves, treedef, paths): leaves in order, a structure to rebuild, leaf names."""
@@ -16,22 +18,24 @@ def flatten_leaves(tree):
 def _flatten(t, leaves):
     # Module-level recursion (not a closure that refers to itself): no reference cycle, so
     # flattening on every gradient call leaves nothing for the garbage collector.
+    # (a treedef is made of tuples, so it can be a key of leaf_paths's cache)
     if isinstance(t, dict):
-        return (dict, [(k, _flatten(v, leaves)) for k, v in t.items()])
+        return (dict, tuple([(k, _flatten(v, leaves)) for k, v in t.items()]))
     if isinstance(t, (list, tuple)):
-        return (type(t), [_flatten(v, leaves) for v in t])
+        return (type(t), tuple([_flatten(v, leaves) for v in t]))
     leaves.append(t)
     return None
 
 
+@functools.lru_cache(maxsize=256)
 def leaf_paths(treedef, prefix=""):
-    """The leaves' names in flatten order, such as "['W0']" or "[1][0]"."""
+    """The leaves' names in flatten order, such as "['W0']" or "[1][0]" (a tuple)."""
     if treedef is None:
-        return [prefix]
+        return (prefix,)
     kind, children = treedef
     if kind is dict:
-        return [p for k, c in children for p in leaf_paths(c, f"{prefix}[{k!r}]")]
-    return [p for i, c in enumerate(children) for p in leaf_paths(c, f"{prefix}[{i}]")]
+        return tuple(p for k, c in children for p in leaf_paths(c, f"{prefix}[{k!r}]"))
+    return tuple(p for i, c in enumerate(children) for p in leaf_paths(c, f"{prefix}[{i}]"))
 
 
 def unflatten(treedef, leaves):
