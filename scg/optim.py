@@ -12,14 +12,20 @@ Example:
     ...     params, state = opt.update(scg.grad(E)(params), state, params)
 """
 
+import math
+
 import numpy as np
 
 from .core import pytree
 
 
 def _flat(tree):
-    leaves, treedef, _ = pytree.flatten(tree)
-    return leaves, treedef
+    return pytree.flatten_leaves(tree)
+
+
+def _shape(x):
+    s = getattr(x, "shape", None)  # (an array attribute: np.shape's wrapper costs more)
+    return np.shape(x) if s is None else s
 
 
 class SGD:
@@ -82,17 +88,19 @@ class Adam:
         _check(p_leaves, g_leaves, "Adam")
         t = state["t"] + 1
         b1, b2 = self.b1, self.b2
-        g = np.concatenate([np.ravel(x) for x in g_leaves])
+        g = np.concatenate([np.reshape(x, -1) for x in g_leaves])
         m = b1 * state["m"] + (1.0 - b1) * g
         v = b2 * state["v"] + (1.0 - b2) * (g * g)
         # both bias corrections folded into the step size and eps (Adam paper, sec. 2):
         # m_hat / (sqrt(v_hat) + eps) = c * m / (sqrt(v) + eps * sqrt(1 - b2^t))
-        c2 = np.sqrt(1.0 - b2 ** t)
-        delta = (self.lr * c2 / (1.0 - b1 ** t)) * m / (np.sqrt(v) + self.eps * c2)
+        c2 = (1.0 - b2 ** t) ** 0.5
+        delta = m * (self.lr * c2 / (1.0 - b1 ** t))
+        delta /= np.sqrt(v) + self.eps * c2
         new_p, k = [], 0
         for p in p_leaves:
-            size = np.size(p)
-            new_p.append(p - delta[k:k + size].reshape(np.shape(p)))
+            shape = _shape(p)
+            size = math.prod(shape)
+            new_p.append(p - delta[k:k + size].reshape(shape))
             k += size
         return pytree.unflatten(treedef, new_p), {"t": t, "m": m, "v": v}
 
@@ -105,6 +113,6 @@ def _check(p_leaves, g_leaves, who):
         raise ValueError(f"{who}.update: the gradients have {len(g_leaves)} leaves but the "
                          f"parameters have {len(p_leaves)}")
     for p, g in zip(p_leaves, g_leaves):
-        if np.shape(p) != np.shape(g):
+        if _shape(p) != _shape(g):
             raise ValueError(f"{who}.update: a gradient of shape {np.shape(g)} for a parameter "
                              f"of shape {np.shape(p)}")

@@ -102,17 +102,24 @@ defvjp_plain(R.getitem, lambda g, ans, x, index: R._untake(g, index, shape(x)))
 
 
 # ---------------------------------------------------------------- linear algebra
-# (ndarray.dot rather than @: the same product of 2-d arrays, with less overhead)
+# The cases without batch axes to broadcast, through ndarray.dot (the same products as @
+# for arrays of one or two dimensions, with less overhead); the rest by the traced rules.
 def _matmul_a(g, ans, a, b):
-    if type(b) is np.ndarray and b.ndim == 2 and R.ndim(a) >= 2:  # no batch axes to broadcast
-        return g.dot(b.T)
+    if type(a) is np.ndarray and type(b) is np.ndarray and b.ndim <= 2:
+        if b.ndim == 2:
+            return g.dot(b.T) if a.ndim >= 2 else b.dot(g)  # (a @ b = b.T applied to a)
+        if a.ndim <= 2:
+            return g * b if a.ndim == 1 else np.multiply.outer(g, b)
     return R._matmul_a(g, ans, a, b)
 
 
 def _matmul_b(g, ans, a, b):
-    if type(a) is np.ndarray and a.ndim >= 2 and R.ndim(b) == 2:
-        if a.ndim == 2:
-            return a.T.dot(g)
+    if type(a) is np.ndarray and type(b) is np.ndarray and a.ndim <= 2:
+        if b.ndim == 2:
+            return a.T.dot(g) if a.ndim == 2 else np.multiply.outer(a, g)
+        if b.ndim == 1:
+            return g * a if a.ndim == 1 else g.dot(a)
+    if type(a) is np.ndarray and a.ndim > 2 and R.ndim(b) == 2:
         k, m = b.shape  # every row of a stack meets the same matrix: one product
         return a.reshape(-1, k).T.dot(g.reshape(-1, m))
     return R._matmul_b(g, ans, a, b)
