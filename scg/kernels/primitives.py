@@ -80,10 +80,12 @@ def run_flat(kernel, which, args, g=None):
     array of the full shape, every other one a single value (a size-1 array or a broadcast
     copy), g of the full shape."""
     flat = FLAT.get(kernel)
-    if flat is None or isinstance(g, Tracer) or any(isinstance(a, Tracer) for a in args):
+    # the size first: on small arrays this must cost next to nothing
+    if flat is None or getattr(args[0], "size", 0) < PARALLEL_MIN or isinstance(g, Tracer) \
+            or any(isinstance(a, Tracer) for a in args):
         return None
     first = np.asarray(args[0], dtype=float)
-    if first.size < PARALLEL_MIN or not first.flags.c_contiguous:
+    if not first.flags.c_contiguous:
         return None
     params = []
     for a in args[1:]:
