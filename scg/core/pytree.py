@@ -2,6 +2,8 @@
 
 import functools
 
+import numpy as np
+
 
 def flatten(tree):
     """Return (leaves, treedef, paths): leaves in order, a structure to rebuild, leaf names."""
@@ -19,6 +21,9 @@ def _flatten(t, leaves):
     # Module-level recursion (not a closure that refers to itself): no reference cycle, so
     # flattening on every gradient call leaves nothing for the garbage collector.
     # (a treedef is made of tuples, so it can be a key of leaf_paths's cache)
+    if type(t) is np.ndarray:  # the usual leaf, first: flattening runs on every step
+        leaves.append(t)
+        return None
     if isinstance(t, dict):
         return (dict, tuple([(k, _flatten(v, leaves)) for k, v in t.items()]))
     if isinstance(t, (list, tuple)):

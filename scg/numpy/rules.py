@@ -397,8 +397,14 @@ def index(x, idx):
 
 def _untake(g, index, x_shape):
     out = np.zeros(x_shape, dtype=np.result_type(g, float))
-    np.add.at(out, index, g)
+    if all(type(i) in _BASIC_INDEX for i in index):
+        out[index] = g  # a basic index selects each entry at most once
+    else:
+        np.add.at(out, index, g)  # repeated entries of an index array add up
     return out
+
+
+_BASIC_INDEX = (int, slice, type(None), type(Ellipsis))
 
 
 getitem = prim("getitem", lambda x, index: x[index])
