@@ -56,7 +56,7 @@ class PerSample(Tracer):
     def __init__(self, value, level, deps=NO_DEPS, node=None):
         self.value = value
         self.level = level
-        self.shape = np.shape(strip(value))[1:]
+        self.shape = R.shape(strip(value))[1:]
         self.deps = deps
         self.node = node  # graph node id when the run records operations
 
@@ -101,8 +101,9 @@ class PerSample(Tracer):
             out = _elementwise(prim, args, kwargs, level)
         else:
             out = rule(prim, args, kwargs, level)
-        inputs = [a for a in args if _is_ps(a, level)]
-        deps = Deps.merge([a.deps for a in inputs]).through(prim.kind)
+        inputs = [a for a in args if type(a) is PerSample and a.level == level]
+        deps = (inputs[0].deps if len(inputs) == 1 else
+                Deps.merge([a.deps for a in inputs])).through(prim.kind)
         result = PerSample(out, level, deps)
         if _RECORDER[0] is not None:
             _RECORDER[0](prim, inputs, args, result)
@@ -134,11 +135,14 @@ def lift(a, rank, level):
     k = rank - len(a.shape)
     if k <= 0:
         return v
-    return R.reshape(v, (np.shape(strip(v))[0],) + (1,) * k + a.shape)
+    return R.reshape(v, (R.shape(strip(v))[0],) + (1,) * k + a.shape)
 
 
 def _elementwise(prim, args, kwargs, level):
-    rank = max(len(_lshape(a, level)) for a in args if a is not None)
+    ranks = [len(_lshape(a, level)) for a in args if a is not None]
+    rank = max(ranks)
+    if rank == 0:  # scalars per draw: the physical values broadcast as they are
+        return prim(*[a.value if _is_ps(a, level) else a for a in args], **kwargs)
     phys = [lift(a, rank, level) if _is_ps(a, level) else a for a in args]
     return prim(*phys, **kwargs)
 
