@@ -54,7 +54,7 @@ class Distribution:
                 continue
             raw = _without_repeats(np.asarray(strip(value), dtype=float))
             ok = np.asarray(constraint.check(raw))
-            if not np.all(ok):
+            if not ok.all():
                 bad = int(ok.size - np.count_nonzero(ok))
                 # ok has one entry per batch element: add unit axes for the event dimensions
                 ok_full = np.reshape(ok, ok.shape + (1,) * max(raw.ndim - ok.ndim, 0))
@@ -181,4 +181,7 @@ class Independent(Distribution):
 
 def broadcast_shape(*values):
     """The broadcast of the (logical) shapes of plain or traced values."""
-    return np.broadcast_shapes(*[R.shape(v) for v in values])
+    shapes = [R.shape(v) for v in values]
+    if all(s == shapes[0] for s in shapes):  # (np.broadcast_shapes costs microseconds)
+        return tuple(shapes[0])
+    return np.broadcast_shapes(*shapes)

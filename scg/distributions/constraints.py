@@ -17,8 +17,7 @@ class Constraint:
 
     def check(self, value):
         value = np.asarray(value, dtype=float)
-        with np.errstate(invalid="ignore"):
-            ok = self._check(value) & ~np.isnan(value)
+        ok = self._check(value) & ~np.isnan(value)  # (comparisons with nan do not warn)
         if self.event_dim:
             ok = np.all(ok, axis=tuple(range(-self.event_dim, 0)))
         return ok
