@@ -3,23 +3,65 @@
 The common per-draw case (`scg.grad_samples`, or `scg.grad` of a site whose parameters
 depend on no draw) calls a kernel on one full array (draws or noise) and parameters that
 are one value each (broadcast copies). The 2-D kernels of `continuous` handle every
-broadcast, but their loop over an (n, 1) array is serial and cannot use SIMD. These flat
-kernels take the parameters as numbers, loop with numba's prange over both cores, and
-optionally multiply by a cotangent g in the same pass (a first-order VJP), so
-`g * derivative` costs one pass instead of two. They evaluate the same scalar function
-as the 2-D kernel, so the values are identical; the numpy twin is the 2-D kernel's twin
-(times g).
+broadcast, but their loop over an (n, 1) array is serial and cannot use SIMD. The flat
+kernels here take the parameters as numbers and optionally multiply by a cotangent g in
+the same pass (a first-order VJP), so `g * derivative` costs one pass instead of two.
+They evaluate the same scalar function as the 2-D kernel, so the values are identical;
+the numpy twin is the 2-D kernel's twin (times g).
 
 `count_nonfinite` is the finiteness check of costs, log-probabilities and gradients in
-one parallel counting pass; `loo_advantage` the leave-one-out advantage of many draws in
-one parallel pass after the sum.
+one counting pass; `loo_advantage` the leave-one-out advantage of many draws in one pass
+after the sum.
+
+Threads, not numba's prange: the kernels release the GIL and run on contiguous slices
+in a small thread pool, as fast as prange here. prange needs a threading layer, and the
+only one available is often GNU OpenMP, which aborts a forked child (multiprocessing's
+default on Linux) that runs a parallel kernel after its parent did; a forked child here
+starts its own pool.
 """
 
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numba
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from .continuous import _loc_scale_path, _normal
 from .primitives import PARALLEL_MIN, readonly_flat
+
+THREADS = max(1, min(numba.config.NUMBA_NUM_THREADS, 8))  # memory-bound: a few suffice
+_POOL = []  # the pool of the THREADS - 1 helper threads, made on first use
+_LOCK = [threading.Lock()]
+
+
+def _pool():
+    if not _POOL:
+        with _LOCK[0]:
+            if not _POOL:
+                _POOL.append(ThreadPoolExecutor(THREADS - 1, "scg-kernels"))
+    return _POOL[0]
+
+
+def _after_fork_in_child():
+    # the parent's threads do not exist in a forked child: it makes its own pool
+    _POOL.clear()
+    _LOCK[0] = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def in_chunks(n, call):
+    """`call(lo, hi)` on THREADS contiguous slices of range(n) at once (one in the
+    calling thread); the list of the results, in order."""
+    if THREADS == 1 or n < PARALLEL_MIN:
+        return [call(0, n)]
+    bounds = [n * k // THREADS for k in range(THREADS + 1)]
+    pool = _pool()
+    rest = [pool.submit(call, lo, hi) for lo, hi in zip(bounds[1:-1], bounds[2:])]
+    return [call(bounds[0], bounds[1])] + [f.result() for f in rest]
 
 
 def flat_sig(n_params):
@@ -29,26 +71,42 @@ def flat_sig(n_params):
             "Array(float64, 1, 'C', readonly=True)" + ", float64" * n_params + ")")
 
 
-@njit(flat_sig(2), parallel=True, cache=True)
-def normal_density_flat(which, out, g, x, loc, scale):
-    """`continuous.normal_density` for single-valued loc and scale, times g if given."""
+def _on_threads(kernel, doc):
+    """A flat kernel (which, out, g, first, *params) run on slices in the threads."""
+    def run(which, out, g, first, *params):
+        def call(lo, hi):
+            kernel(which, out[lo:hi], g[lo:hi] if g.shape[0] else g, first[lo:hi], *params)
+        in_chunks(out.shape[0], call)
+    run.__doc__ = doc
+    return run
+
+
+@njit(flat_sig(2), nogil=True, cache=True)
+def _normal_density_flat(which, out, g, x, loc, scale):
     if g.shape[0] == 0:
-        for i in prange(out.shape[0]):
+        for i in range(out.shape[0]):
             out[i] = _normal(which, x[i], loc, scale)
     else:
-        for i in prange(out.shape[0]):
+        for i in range(out.shape[0]):
             out[i] = g[i] * _normal(which, x[i], loc, scale)
 
 
-@njit(flat_sig(2), parallel=True, cache=True)
-def loc_scale_path_flat(which, out, g, eps, loc, scale):
-    """`continuous.loc_scale_path` for single-valued loc and scale, times g if given."""
+@njit(flat_sig(2), nogil=True, cache=True)
+def _loc_scale_path_flat(which, out, g, eps, loc, scale):
     if g.shape[0] == 0:
-        for i in prange(out.shape[0]):
+        for i in range(out.shape[0]):
             out[i] = _loc_scale_path(which, eps[i], loc, scale)
     else:
-        for i in prange(out.shape[0]):
+        for i in range(out.shape[0]):
             out[i] = g[i] * _loc_scale_path(which, eps[i], loc, scale)
+
+
+normal_density_flat = _on_threads(
+    _normal_density_flat,
+    "`continuous.normal_density` for single-valued loc and scale, times g if given.")
+loc_scale_path_flat = _on_threads(
+    _loc_scale_path_flat,
+    "`continuous.loc_scale_path` for single-valued loc and scale, times g if given.")
 
 
 def flat_twin(twin, which, g, first, *params):
@@ -57,47 +115,48 @@ def flat_twin(twin, which, g, first, *params):
     return out if g is None else g * out
 
 
-@njit("int64(Array(float64, 1, 'C', readonly=True))", parallel=True, cache=True)
+@njit("int64(Array(float64, 1, 'C', readonly=True))", nogil=True, cache=True)
 def _count_nonfinite(x):
     bad = 0
-    for i in prange(x.shape[0]):
+    for i in range(x.shape[0]):
         v = x[i]
         bad += v - v != 0.0  # nan for inf and nan, 0 otherwise
     return bad
 
 
 def count_nonfinite(x):
-    """How many entries of x are inf or nan: one parallel counting pass for a large array,
-    else one summing pass when there are none (a sum is finite only if every entry is)."""
+    """How many entries of x are inf or nan: one counting pass over the threads for a large
+    array, else one summing pass when there are none (a sum is finite only if every entry
+    is)."""
     x = np.asarray(x, dtype=float)
     if x.size >= PARALLEL_MIN and x.flags.c_contiguous:
-        return int(_count_nonfinite(readonly_flat(x)))
+        v = readonly_flat(x)
+        return int(sum(in_chunks(v.shape[0], lambda lo, hi: _count_nonfinite(v[lo:hi]))))
     with np.errstate(over="ignore", invalid="ignore"):
         if np.isfinite(np.sum(x)):
             return 0
     return int(x.size - np.count_nonzero(np.isfinite(x)))
 
 
-
 @njit("void(float64[:, ::1], Array(float64, 2, 'C', readonly=True), float64, "
-      "Array(float64, 1, 'C', readonly=True))", parallel=True, cache=True)
+      "Array(float64, 1, 'C', readonly=True))", nogil=True, cache=True)
 def _loo_advantage(out, q, k, t):
-    for i in prange(q.shape[0]):
+    for i in range(q.shape[0]):
         for j in range(q.shape[1]):
             out[i, j] = q[i, j] * k - t[j]
 
 
 def loo_advantage(q):
     """The leave-one-out advantage q - (sum of the other draws) / (n - 1) of a large
-    C-contiguous q (n, *elements), in one parallel pass after the sum; the same operations
-    as `baselines.LeaveOneOut.advantage` (its twin): q * (n / (n - 1)) - sum / (n - 1).
-    None when q does not qualify."""
+    C-contiguous q (n, *elements), in one pass over the threads after the sum; the same
+    operations as `baselines.LeaveOneOut.advantage` (its twin): q * (n / (n - 1)) -
+    sum / (n - 1). None when q does not qualify."""
     n = q.shape[0]
     if q.size < PARALLEL_MIN or not q.flags.c_contiguous or q.dtype != np.float64 or n < 2:
         return None
-    t = np.sum(q, axis=0, keepdims=True) / (n - 1)
-    out = np.empty(q.shape)
-    q2 = q.reshape(n, -1)
-    _loo_advantage(out.reshape(q2.shape), readonly_flat(q2).reshape(q2.shape), n / (n - 1),
-                   readonly_flat(t))
-    return out
+    t = readonly_flat(np.sum(q, axis=0, keepdims=True) / (n - 1))
+    k = n / (n - 1)
+    out = np.empty(q.shape).reshape(n, -1)
+    q2 = readonly_flat(q).reshape(out.shape)
+    in_chunks(n, lambda lo, hi: _loo_advantage(out[lo:hi], q2[lo:hi], k, t))
+    return out.reshape(q.shape)

@@ -1,5 +1,8 @@
 """The flat parallel kernels against their twins, and `run` choosing them only when valid;
-the parallel leave-one-out advantage against the baseline's own formula."""
+the parallel leave-one-out advantage against the baseline's own formula; a forked child."""
+
+import multiprocessing
+import os
 
 import numpy as np
 import pytest
@@ -73,3 +76,15 @@ def test_loo_advantage_is_the_baselines_formula(shape):
                                   LeaveOneOut().advantage(q, {}))
     assert P.loo_advantage(q[:100]) is None                     # small: numpy does it
     assert P.loo_advantage(np.broadcast_to(q[:1], shape)) is None  # one value for all draws
+
+
+def _count_in_child(x):
+    return P.count_nonfinite(x)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_runs_the_kernels_after_its_parent():
+    x = rng.normal(size=N)
+    assert P.count_nonfinite(x) == 0                       # the parent's pool is running
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        assert pool.apply_async(_count_in_child, (x,)).get(timeout=60) == 0
