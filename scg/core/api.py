@@ -143,7 +143,7 @@ def value_and_grad(fun, argnums=0, *, allow_unused=False):
         _check_reached(grads, traced, fun, allow_unused)
         check = getattr(fun, "check_gradient", None)
         if check is not None:
-            check(grads, traced.names(), traced.roots())
+            check(grads, traced.names, traced.roots())
         seen = set()
         flat = [_finish(g, s, seen) for g, s in zip(grads, traced.shapes())]
         if not isinstance(value, Tracer):

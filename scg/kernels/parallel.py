@@ -129,6 +129,9 @@ def count_nonfinite(x):
     array, else one summing pass when there are none (a sum is finite only if every entry
     is)."""
     x = np.asarray(x, dtype=float)
+    if x.size < 4096:  # small: one test per entry, without the error-state context
+        finite = np.isfinite(x)
+        return 0 if finite.all() else int(x.size - np.count_nonzero(finite))
     if x.size >= PARALLEL_MIN and x.flags.c_contiguous:
         v = readonly_flat(x)
         return int(sum(in_chunks(v.shape[0], lambda lo, hi: _count_nonfinite(v[lo:hi]))))

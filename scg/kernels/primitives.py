@@ -14,11 +14,14 @@ VJPs of those derivative primitives differentiate the twin on the tape, so
 second and higher orders are exact compositions of primitives.
 """
 
+import math
+
 import numpy as np
 from numba import njit  # noqa: F401  (re-exported for the kernel modules)
 
 from ..core.tape import Box, Primitive, Tracer, backward, defvjp, new_level, new_root
 from ..numpy import rules as R
+from ..numpy.plain_rules import unbroadcast
 
 EW = "elementwise"
 
@@ -34,25 +37,32 @@ def run(kernel, which, *args):
     out = run_flat(kernel, which, args)
     if out is not None:
         return out
-    arrays = [np.asarray(a, dtype=float) for a in args]
-    shape = np.broadcast_shapes(*[a.shape for a in arrays])
+    arrays = [a if type(a) is np.ndarray and a.dtype is _F64 else np.asarray(a, dtype=float)
+              for a in args]
+    shapes = [a.shape for a in arrays]
+    shape = max(shapes, key=len)  # the broadcast, unless two shapes of several entries differ
+    if any(s != shape and math.prod(s) != 1 for s in shapes):
+        shape = np.broadcast_shapes(*shapes)
     rows = shape[0] if shape else 1
-    cols = int(np.prod(shape[1:])) if shape else 1
+    cols = math.prod(shape[1:])
     views = []
     for a in arrays:
         if a.shape == shape:
-            v = a.reshape(rows, cols)
+            v = a.reshape(rows, cols)  # a new view, whatever a's flags are
         elif a.size == 1 and rows * cols <= 4096:  # a small fill is cheaper than broadcast_to
             v = np.full((rows, cols), a.reshape(-1)[0])
         else:
             v = np.broadcast_to(a, shape).reshape(rows, cols)  # copies only if strides cannot merge
-        if v.flags.writeable:
-            v = v.view()
-            v.flags.writeable = False
+            if v.flags.writeable:
+                v = v.view()
+        v.flags.writeable = False  # the kernels take read-only arrays (one signature)
         views.append(v)
     out = np.empty((rows, cols))
     kernel(which, out, *views)
     return out.reshape(shape)
+
+
+_F64 = np.dtype(np.float64)
 
 
 # below this many entries a thread launch costs more than it saves
@@ -157,13 +167,14 @@ def kernel_primitives(name, kernel, twin, n_args, differentiable=None, flat=None
             # kernel has a flat variant, else scale the kernel's output in place
             d = run_flat(kernel, i + 1, a, g)
             if d is not None:
-                return R.unbroadcast(d, np.shape(a[i]))
+                return unbroadcast(d, R.shape(a[i]))
             d = run(kernel, i + 1, *a)
-            if np.broadcast_shapes(np.shape(g), d.shape) == d.shape:
+            g_shape = R.shape(g)
+            if g_shape == d.shape or np.broadcast_shapes(g_shape, d.shape) == d.shape:
                 d *= g
             else:
                 d = d * g
-            return R.unbroadcast(d, np.shape(a[i]))
+            return unbroadcast(d, R.shape(a[i]))
         return rule
 
     defvjp(main, *[vjp(i) for i in range(n_args)])

@@ -69,12 +69,13 @@ class Expectation:
                 "allow_unused=True to get zeros instead")
 
     def check_gradient(self, grads, names, roots):
-        """Raise FloatingPointError naming the site or cost behind a non-finite gradient."""
-        bad = [name for g, name in zip(grads, names)
-               if g is not None and count_nonfinite(strip(g))]
+        """Raise FloatingPointError naming the site or cost behind a non-finite gradient.
+
+        `names()` gives the arguments' names (made only for the message)."""
+        bad = [k for k, g in enumerate(grads) if g is not None and count_nonfinite(strip(g))]
         if bad:
-            raise FloatingPointError(f"the gradient estimate for {bad[0]} is not finite; it "
-                                     f"comes from {self._culprit(roots)}")
+            raise FloatingPointError(f"the gradient estimate for {names()[bad[0]]} is not "
+                                     f"finite; it comes from {self._culprit(roots)}")
 
     def _culprit(self, roots):
         t = self.last_trace
@@ -184,8 +185,8 @@ def grad_samples(E, argnums=0, *, allow_unused=False):
                 grads = backward(objective.node, np.float64(n), [c.node for c in copies])
             else:
                 grads = [None] * len(copies)
+        E.check_gradient(grads, traced.names, copies)
         names = traced.names()
-        E.check_gradient(grads, names, [c.node for c in copies])
         flat = []
         for g, c, name in zip(grads, copies, names):
             if g is None:
