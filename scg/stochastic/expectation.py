@@ -50,7 +50,7 @@ class Expectation:
 
     def _objective(self, args, kwargs, wrap_args=None):
         traced = wrap_args is not None or any(
-            isinstance(leaf, Tracer) for leaf in pytree.flatten([args, kwargs])[0])
+            isinstance(leaf, Tracer) for leaf in pytree.flatten_leaves([args, kwargs])[0])
         build = (lambda t: surrogate(t, self._baseline_state)) if traced else _plain_mean
         trace, (objective, updates) = run_model(
             self.model, args, kwargs, n=self.n, rng=self.rng, decisions=self._decisions,

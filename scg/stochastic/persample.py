@@ -31,6 +31,8 @@ class Deps:
         deps = [d for d in deps if d is not None]
         if len(deps) == 1:
             return deps[0]
+        if not deps:
+            return NO_DEPS
         return Deps(frozenset().union(*[d.up for d in deps]),
                     frozenset().union(*[d.smooth for d in deps]),
                     frozenset().union(*[d.rough for d in deps]))

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..core.tape import Box, strip
+from ..core.tape import Box, Tracer, strip
 from ..distributions.base import Distribution, Independent
 from ..errors import BiasWarning, EstimatorError, TracingError
 from ..estimators import Pathwise, Score, as_estimator
@@ -120,8 +120,12 @@ def sample(name, dist, *, estimator="auto"):
     clone, shape = _physical(dist, run.n, level)
     with _no_recording():
         if dist.has_rsample:
-            draw = dist.path(PerSample(clone.noise(run.rng, shape), level))
-            value = draw.value if kind == "pathwise" else strip(draw)
+            noise = clone.noise(run.rng, shape)
+            if kind == "pathwise":
+                draw = dist.path(PerSample(noise, level))
+                value = draw.value
+            else:  # the same path on plain values: a score site's draw has no derivative
+                value = _plain(clone).path(noise)
         else:
             value = clone._sample(run.rng, shape)
     if kind == "pathwise":
@@ -166,8 +170,11 @@ def _choose(run, name, dist, spec):
 
 
 def _warn_moving_support(site):
+    names = site.dist.moving_support
+    if not names:
+        return
     dist = family_of(site.dist)
-    moving = [p for p in site.dist.moving_support if _carries_gradient(dist.params.get(p))]
+    moving = [p for p in names if _carries_gradient(dist.params.get(p))]
     if moving:
         warnings.warn(
             f"site {site.name!r}: the score-function estimator is biased here: the support of "
@@ -194,6 +201,15 @@ def _apply_plates(dist, name, plates):
                              f"{target[p.dim]} at dim {p.dim}, but plate {p.name!r} there has "
                              f"size {p.size}")
     return dist if tuple(target) == dist.batch_shape else dist.expand(tuple(target))
+
+
+def _plain(dist):
+    """dist with the traced parameters of its family replaced by their plain values."""
+    inner = family_of(dist)
+    params = inner.params
+    if not any(isinstance(v, Tracer) for v in params.values()):
+        return dist
+    return dist._rebuild({k: strip(v) for k, v in params.items()})
 
 
 def _physical(dist, n, level):
