@@ -47,7 +47,7 @@ def run(kernel, which, *args):
     cols = math.prod(shape[1:])
     views = []
     for a in arrays:
-        if a.shape == shape:
+        if a.shape == shape or a.size == rows * cols:  # (then the entries line up)
             v = a.reshape(rows, cols)  # a new view, whatever a's flags are
         elif a.size == 1 and rows * cols <= 4096:  # a small fill is cheaper than broadcast_to
             v = np.full((rows, cols), a.reshape(-1)[0])
