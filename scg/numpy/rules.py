@@ -22,7 +22,12 @@ def prim(name, fn, kind="smooth", doc=None, batch=None):
 def shape(x):
     """Shape of a plain or traced value (the logical shape of a per-sample value)."""
     s = getattr(x, "shape", None)  # arrays, numpy scalars and tracers; np.shape for the rest
-    return np.shape(x) if s is None else s
+    if s is not None:
+        return s
+    return () if type(x) in _NUMBERS else np.shape(x)
+
+
+_NUMBERS = (float, int, bool)
 
 
 def ndim(x):

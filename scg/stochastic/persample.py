@@ -119,7 +119,7 @@ _RECORDER = [None]
 
 
 def _is_ps(a, level):
-    return isinstance(a, PerSample) and a.level == level
+    return type(a) is PerSample and a.level == level
 
 
 def _phys(a, level):
@@ -141,8 +141,10 @@ def lift(a, rank, level):
 
 
 def _elementwise(prim, args, kwargs, level):
-    ranks = [len(_lshape(a, level)) for a in args if a is not None]
-    rank = max(ranks)
+    rank = 0
+    for a in args:
+        if a is not None:
+            rank = max(rank, len(a.shape if _is_ps(a, level) else R.shape(a)))
     if rank == 0:  # scalars per draw: the physical values broadcast as they are
         return prim(*[a.value if _is_ps(a, level) else a for a in args], **kwargs)
     phys = [lift(a, rank, level) if _is_ps(a, level) else a for a in args]
