@@ -16,7 +16,7 @@ b of a site meets only the costs of element b.
 
 import numpy as np
 
-from ..core.tape import Box, Primitive, defvjp, strip
+from ..core.tape import Box, Primitive, defvjp, defvjp_plain, strip
 from ..estimators.baselines import LeaveOneOut
 from ..kernels.parallel import loo_advantage
 from ..numpy import rules as R
@@ -131,7 +131,15 @@ def _score_term_vjp(g, ans, log_prob, weight, scale):
     return R.multiply(c, weight)
 
 
+def _score_term_plain(g, ans, log_prob, weight, scale):
+    c = g * scale
+    if type(c) in (float, np.float64) and c == 1.0:
+        return weight
+    return c * weight
+
+
 defvjp(score_term, _score_term_vjp)
+defvjp_plain(score_term, _score_term_plain)
 
 
 def sum_all(terms):
