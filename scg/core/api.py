@@ -22,15 +22,13 @@ class _Traced:
             if not -n_args <= i < n_args:
                 raise TypeError(f"argnums={argnums} but the function got {n_args} arguments")
         self.args = list(args)
-        self.parts = []  # per argnum: (treedef, leaf positions, roots); names made on demand
+        self.parts = []  # per argnum: (treedef, roots); leaf names are made on demand
         self._roots = []
         for i in self.argnums:
             leaves, treedef = pytree.flatten_leaves(args[i])
-            roots = [Box(leaf if type(leaf) is np.ndarray and leaf.dtype is _F64
-                         else _as_float(leaf, i, treedef, k), level)
-                     for k, leaf in enumerate(leaves)]
+            roots = [Box(_as_float(leaf, i, treedef, k), level) for k, leaf in enumerate(leaves)]
             self.args[i] = roots[0] if treedef is None else pytree.unflatten(treedef, roots)
-            self.parts.append((treedef, range(len(roots)), roots))
+            self.parts.append((treedef, roots))
             self._roots += roots
 
     def roots(self):
@@ -41,7 +39,7 @@ class _Traced:
         return [R.shape(r.value) for r in self._roots]
 
     def names(self):
-        return [f"argument {i}{p}" for i, (treedef, _, _) in zip(self.argnums, self.parts)
+        return [f"argument {i}{p}" for i, (treedef, _) in zip(self.argnums, self.parts)
                 for p in pytree.leaf_paths(treedef)]
 
     def rebuild(self, flat):
@@ -50,9 +48,9 @@ class _Traced:
             treedef = self.parts[0][0]
             return flat[0] if treedef is None else pytree.unflatten(treedef, flat)
         out, k = [], 0
-        for treedef, positions, _ in self.parts:
-            out.append(pytree.unflatten(treedef, flat[k:k + len(positions)]))
-            k += len(positions)
+        for treedef, roots in self.parts:
+            out.append(pytree.unflatten(treedef, flat[k:k + len(roots)]))
+            k += len(roots)
         return tuple(out)
 
 
@@ -62,7 +60,7 @@ _F64 = np.dtype(np.float64)
 def _as_float(leaf, argnum, treedef, k):
     """A leaf to differentiate as float64 (float64 arrays are used as they are: never
     written to, so no copy is needed)."""
-    if type(leaf) is np.ndarray and leaf.dtype == np.float64:
+    if type(leaf) is np.ndarray and leaf.dtype is _F64:
         return leaf
     if isinstance(leaf, Tracer):
         return leaf
@@ -82,7 +80,7 @@ def _finish(g, shape, seen=None):
     both the same array; a bias's cotangent can be a row of another's). `seen` holds the
     ids of the memory owners of the arrays returned so far in one call.
     """
-    if type(g) is np.ndarray and g.shape == shape and g.dtype is _F64:
+    if type(g) is np.ndarray and g.shape == shape and (g.dtype is _F64 or g.dtype == _F64):
         owner = g.base  # numpy points every view at the array that owns the memory
         if owner is None:
             owner = g  # (arrays that numpy operations make are writeable)

@@ -1,7 +1,5 @@
 """Nested dict / list / tuple containers of arrays ("pytrees"): flatten and rebuild."""
 
-import functools
-
 import numpy as np
 
 
@@ -20,19 +18,17 @@ def flatten_leaves(tree):
 def _flatten(t, leaves):
     # Module-level recursion (not a closure that refers to itself): no reference cycle, so
     # flattening on every gradient call leaves nothing for the garbage collector.
-    # (a treedef is made of tuples, so it can be a key of leaf_paths's cache)
     if type(t) is np.ndarray:  # the usual leaf, first: flattening runs on every step
         leaves.append(t)
         return None
     if isinstance(t, dict):
-        return (dict, tuple([(k, _flatten(v, leaves)) for k, v in t.items()]))
+        return (dict, [(k, _flatten(v, leaves)) for k, v in t.items()])
     if isinstance(t, (list, tuple)):
-        return (type(t), tuple([_flatten(v, leaves) for v in t]))
+        return (type(t), [_flatten(v, leaves) for v in t])
     leaves.append(t)
     return None
 
 
-@functools.lru_cache(maxsize=256)
 def leaf_paths(treedef, prefix=""):
     """The leaves' names in flatten order, such as "['W0']" or "[1][0]" (a tuple)."""
     if treedef is None:

@@ -86,6 +86,8 @@ def defvjp(prim, *rules):
 
     A rule given as None marks a non-differentiable argument.
     """
+    if prim.plain_vjps is not None:
+        raise ValueError(f"{prim.name}: attach the traced rules before their plain twins")
     for i, rule in enumerate(rules):
         if rule is not None:
             prim.vjps[i] = rule
@@ -170,6 +172,8 @@ def box_operator(prim, reflected=False):
     no tracer of a lower level inside either. Everything else goes through `prim`.
     `reflected` gives `__radd__` and the like: `other <op> self`.
     """
+    if prim.kind != "smooth" or not (0 in prim.vjps and 1 in prim.vjps):
+        raise ValueError(f"box_operator needs a smooth primitive with two rules, not {prim}")
     fn = prim.fn
 
     def operator(self, other):

@@ -17,7 +17,8 @@ class Constraint:
 
     def check(self, value):
         value = np.asarray(value, dtype=float)
-        ok = self._check(value) & ~np.isnan(value)  # (comparisons with nan do not warn)
+        with np.errstate(invalid="ignore"):  # (inf - inf in a sum of a simplex check)
+            ok = self._check(value) & ~np.isnan(value)
         if self.event_dim:
             ok = np.all(ok, axis=tuple(range(-self.event_dim, 0)))
         return ok

@@ -7,43 +7,16 @@ only. The finite-difference checks exercise both: first order runs the twins, se
 order the traced rules.
 """
 
-import math
-
 import numpy as np
 
 from ..core.tape import defvjp_plain
 from . import rules as R
+from .rules import _restore_reduced, shape, unbroadcast  # plain cotangents: numpy calls
 
-# Array methods and attributes, not numpy's module-level functions: on small arrays those
-# wrappers cost as much as the arithmetic.
-shape = R.shape
-
-
-def unbroadcast(g, target):
-    """Sum a cotangent of a broadcast result back to an input of shape `target`."""
-    g_shape = shape(g)
-    if g_shape == target:
-        return g
-    extra = len(g_shape) - len(target)
-    if extra == 1 and g_shape[1:] == target:  # the common case: one leading axis added
-        return g[0] if g_shape[0] == 1 else R._sum(g, axis=0)
-    target = tuple(target)
-    stretched = tuple(i + extra for i, s in enumerate(target) if s == 1 and g_shape[i + extra] != 1)
-    if not stretched and math.prod(g_shape[:extra]) == 1:
-        return g.reshape(target)
-    return R._sum(g, axis=tuple(range(extra)) + stretched).reshape(target)
-
-
-def _restore_reduced(g, x_shape, axis, keepdims):
-    if not keepdims and axis is not None:
-        axes = R._axes_tuple(axis, len(x_shape))
-        g = np.reshape(g, tuple(1 if i in axes else s for i, s in enumerate(x_shape)))
-    return R._broadcast_to(g, x_shape)
+# (add, sum and broadcast_to need no twin: their rules call these helpers only)
 
 
 # ---------------------------------------------------------------- arithmetic
-defvjp_plain(R.add, lambda g, ans, a, b: unbroadcast(g, shape(a)),
-             lambda g, ans, a, b: unbroadcast(g, shape(b)))
 defvjp_plain(R.subtract, lambda g, ans, a, b: unbroadcast(g, shape(a)),
              lambda g, ans, a, b: np.negative(unbroadcast(g, shape(b))))
 defvjp_plain(R.multiply, lambda g, ans, a, b: unbroadcast(g * b, shape(a)),
@@ -56,9 +29,7 @@ defvjp_plain(R.negative, lambda g, ans, a: np.negative(g))
 def _power_base(g, ans, a, b):
     if isinstance(b, (int, float)):  # then g has a's shape
         if b == 2:
-            if type(g) is np.ndarray and g.ndim and not any(g.strides):
-                return a * (2.0 * g.flat[0])  # g broadcast from one value: one pass, not two
-            return (2.0 * g) * a
+            return R._scale(g, 2.0) * a
         if b == 0:  # x**0 is constant, also at x = 0
             return np.zeros(shape(a))
     return unbroadcast(g * (b * np.power(a, np.subtract(b, 1))), shape(a))
@@ -92,12 +63,9 @@ defvjp_plain(R.where, None,
              lambda g, ans, c, x, y: unbroadcast(np.where(c, 0.0, g), shape(y)))
 
 # ---------------------------------------------------------------- reductions and shapes
-defvjp_plain(R.sum_, lambda g, ans, x, axis=None, keepdims=False:
-             _restore_reduced(g, shape(x), axis, keepdims))
 defvjp_plain(R.mean, lambda g, ans, x, axis=None, keepdims=False:
              _restore_reduced(g / float(R._count(shape(x), axis)), shape(x), axis, keepdims))
 defvjp_plain(R.reshape, lambda g, ans, x, newshape: R._reshape(g, shape(x)))
-defvjp_plain(R.broadcast_to, lambda g, ans, x, target: unbroadcast(g, shape(x)))
 defvjp_plain(R.getitem, lambda g, ans, x, index: R._untake(g, index, shape(x)))
 
 
@@ -129,5 +97,5 @@ defvjp_plain(R.matmul, _matmul_a, _matmul_b)
 
 # ---------------------------------------------------------------- stable helpers
 defvjp_plain(R.sigmoid, lambda g, ans, x: g * (ans * (1.0 - ans)))
-defvjp_plain(R.softplus, lambda g, ans, x: g * np.exp(x - ans))
-defvjp_plain(R.relu, lambda g, ans, x: g * np.sign(ans))  # sign(relu(x)) is 1 or 0
+defvjp_plain(R.softplus, lambda g, ans, x: np.negative(g * np.expm1(np.negative(ans))))
+defvjp_plain(R.relu, lambda g, ans, x: np.where(ans > 0, g, 0.0))

@@ -35,7 +35,8 @@ def ndim(x):
 
 
 def unbroadcast(g, target_shape):
-    """Sum a cotangent of a broadcast result back to an input of `target_shape`."""
+    """Sum a cotangent of a broadcast result back to an input of `target_shape`: with
+    primitives for a traced cotangent, with numpy calls for a plain one."""
     gshape = shape(g)
     if gshape == target_shape:
         return g
@@ -43,15 +44,12 @@ def unbroadcast(g, target_shape):
     if gshape == target_shape:
         return g
     extra = len(gshape) - len(target_shape)
-    inner = tuple(i + extra for i, s in enumerate(target_shape)
-                  if s == 1 and gshape[i + extra] != 1)
-    if not inner:  # only leading axes were added: summing them gives the shape
-        if math.prod(gshape[:extra]) == 1:  # ... and they have size 1: a reshape is enough
-            return reshape(g, target_shape)
-        return sum_(g, axis=tuple(range(extra)))
-    if not extra:  # only size-1 axes were stretched: keep them
-        return sum_(g, axis=inner, keepdims=True)
-    return reshape(sum_(g, axis=tuple(range(extra)) + inner), target_shape)
+    axes = tuple(range(extra)) + tuple(i + extra for i, s in enumerate(target_shape)
+                                       if s == 1 and gshape[i + extra] != 1)
+    single = math.prod(gshape[a] for a in axes) == 1  # then a reshape is the sum
+    if isinstance(g, Tracer):
+        return reshape(g if single else sum_(g, axis=axes), target_shape)
+    return (g if single else _sum(g, axis=axes)).reshape(target_shape)
 
 
 def _axes_tuple(axis, nd):
@@ -63,11 +61,14 @@ def _axes_tuple(axis, nd):
 
 
 def _restore_reduced(g, x_shape, axis, keepdims):
-    """Broadcast the cotangent of a reduction back to the input's shape."""
+    """Broadcast the cotangent of a reduction back to the input's shape (with primitives
+    for a traced cotangent, numpy calls for a plain one)."""
+    traced = isinstance(g, Tracer)
     if not keepdims and axis is not None:  # (a full reduction is 0-d and broadcasts as is)
         axes = _axes_tuple(axis, len(x_shape))
-        g = reshape(g, tuple(1 if i in axes else s for i, s in enumerate(x_shape)))
-    return broadcast_to(g, x_shape)
+        kept = tuple(1 if i in axes else s for i, s in enumerate(x_shape))
+        g = reshape(g, kept) if traced else np.reshape(g, kept)
+    return broadcast_to(g, x_shape) if traced else _broadcast_to(g, x_shape)
 
 
 # ---------------------------------------------------------------- arithmetic
@@ -97,9 +98,9 @@ defvjp(negative, lambda g, ans, a: negative(g))
 def _scale(g, c):
     """g * c for a number c; a cotangent broadcast from one value (the mean of the draws)
     stays a broadcast view instead of becoming a full array."""
-    if type(g) is np.ndarray and g.ndim and not any(g.strides):
+    if type(g) is np.ndarray and g.ndim and g.size and not any(g.strides):
         return np.broadcast_to(g.flat[0] * c, g.shape)
-    return multiply(g, c)
+    return multiply(g, c) if isinstance(g, Tracer) else g * c
 
 
 def _power_base(g, ans, a, b):
@@ -614,9 +615,9 @@ log_softmax = prim("log_softmax", _log_softmax,
                    doc="x - logsumexp(x, axis), stably; keyword axis=-1.")
 
 defvjp(sigmoid, lambda g, ans, x: multiply(g, multiply(ans, subtract(1.0, ans))))
-# sigmoid(x) = exp(x - softplus(x)): x - ans <= 0, so this never overflows
-defvjp(softplus, lambda g, ans, x: multiply(g, exp(subtract(x, ans))))
-defvjp(relu, lambda g, ans, x: multiply(g, np.sign(strip(ans))))  # 1 where x > 0, else 0
+# sigmoid(x) = 1 - exp(-softplus(x)) = -expm1(-ans): exact at both ends, x = -inf and +inf
+defvjp(softplus, lambda g, ans, x: negative(multiply(g, expm1(negative(ans)))))
+defvjp(relu, lambda g, ans, x: multiply(g, strip(ans) > 0))  # 0 where x <= 0 or x is nan
 defvjp(logsumexp, lambda g, ans, x, axis=None, keepdims=False:
        multiply(_restore_reduced(g, shape(x), axis, keepdims),
                 exp(subtract(x, _restore_reduced(ans, shape(x), axis, keepdims)))))

@@ -201,14 +201,14 @@ def grad_samples(E, argnums=0, *, allow_unused=False):
 
 
 def _roots(traced):
-    return [r for _, _, roots in traced.parts for r in roots]
+    return traced.roots()
 
 
 def _root_positions(traced):
     out, k = [], 0
-    for i, (treedef, paths, _) in zip(traced.argnums, traced.parts):
-        out.append((i, treedef, k, len(paths)))
-        k += len(paths)
+    for i, (treedef, roots) in zip(traced.argnums, traced.parts):
+        out.append((i, treedef, k, len(roots)))
+        k += len(roots)
     return out
 
 

@@ -239,3 +239,24 @@ def test_take_along_axis_gradients_with_float_and_broadcast_indices():
 
 def test_power_zero_has_zero_derivative_at_zero():
     assert scg.grad(lambda x: x ** 0)(0.0) == 0.0
+
+
+def test_softplus_and_relu_gradients_at_infinities_and_nan():
+    x = np.array([np.inf, 1.0, -2.0, -np.inf])
+    sig = 1.0 / (1.0 + np.exp(-x[1:3]))
+    g = scg.grad(lambda x: np.sum(scg.softplus(x)))(x)
+    assert np.array_equal(g[[0, 3]], [1.0, 0.0]) and np.allclose(g[1:3], sig)
+    # a masked-out entry gets 0, not 0 * nan
+    g = scg.grad(lambda x: np.sum(np.where(x < 100, scg.softplus(x), 0.0)))(x)
+    assert g[0] == 0.0
+    h = scg.hessian(lambda x: np.sum(scg.softplus(x)))(np.array([np.inf, 0.0]))
+    assert np.array_equal(h, [[0.0, 0.0], [0.0, 0.25]])
+    g = scg.grad(lambda x: np.sum(np.where(np.isnan(x), 0.0, scg.relu(x))))(
+        np.array([np.nan, 1.0, -1.0]))
+    assert np.array_equal(g, [0.0, 1.0, 0.0])
+
+
+def test_gradients_of_empty_arrays():
+    assert scg.grad(lambda x: np.sum(x ** 2))(np.zeros((0, 3))).shape == (0, 3)
+    g = scg.grad(lambda x: np.sum(x[2:1] ** 2) + np.sum(x))(np.ones((3, 4)))
+    assert np.array_equal(g, np.ones((3, 4)))

@@ -203,3 +203,9 @@ def test_lognormal_variance_does_not_overflow():
     np.testing.assert_allclose(v, st.lognorm(1e-3, scale=np.exp(360.0)).var(), rtol=1e-9)
     np.testing.assert_allclose(scg.LogNormal(0.3, 0.7).variance,
                                st.lognorm(0.7, scale=np.exp(0.3)).var(), rtol=1e-12)
+
+
+def test_invalid_simplex_with_infinities_is_a_value_error_not_a_warning():
+    # (the suite turns RuntimeWarnings into errors: inf - inf in the check must not warn)
+    with pytest.raises(ValueError, match="probs"):
+        scg.Categorical(probs=np.array([np.inf, -np.inf, 0.5]))
