@@ -46,7 +46,10 @@ def surrogate(trace, baseline_state):
         # costs-to-go per draw and element, as plain numbers: they carry no derivative
         q = sum_all(grid.onto(strip(costs[c.name][0]), costs[c.name][1], w.plates)
                     for c in trace.downstream_costs(w))
-        q = np.broadcast_to(np.asarray(q, dtype=float), np.shape(strip(log_probs[w.name])))
+        q = np.asarray(q, dtype=float)
+        lp_shape = np.shape(strip(log_probs[w.name]))
+        if q.shape != lp_shape:
+            q = np.broadcast_to(q, lp_shape)
         if w.baseline is None:
             weights[w.name] = q if first_order else 0.0
             continue
