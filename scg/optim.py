@@ -88,7 +88,8 @@ class Adam:
         _check(p_leaves, g_leaves, "Adam")
         t = state["t"] + 1
         b1, b2 = self.b1, self.b2
-        g = np.concatenate([np.reshape(x, -1) for x in g_leaves])
+        g = np.concatenate([x.reshape(-1) if type(x) is np.ndarray else np.ravel(x)
+                            for x in g_leaves])
         m = b1 * state["m"] + (1.0 - b1) * g
         v = b2 * state["v"] + (1.0 - b2) * (g * g)
         # both bias corrections folded into the step size and eps (Adam paper, sec. 2):
