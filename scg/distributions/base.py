@@ -8,9 +8,11 @@ a family computes is written with numpy calls on them, so gradients and the
 per-sample batching of the stochastic layer apply unchanged.
 """
 
+import functools
+
 import numpy as np
 
-from ..core.tape import strip
+from ..core.tape import Tracer, strip
 from ..numpy import rules as R
 
 _VALIDATE = [True]
@@ -27,6 +29,11 @@ class Distribution:
     arg_constraints = {}
     support = None
     has_rsample = False
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "log_prob" in cls.__dict__:
+            cls.log_prob = _reuse_last(cls.__dict__["log_prob"])
 
     def __init__(self, params, batch_shape, event_shape=(), validate_args=None):
         self._params = params
@@ -117,6 +124,22 @@ class Distribution:
     def __repr__(self):
         shapes = f"batch_shape={self.batch_shape}, event_shape={self.event_shape}"
         return f"{type(self).__name__}({shapes})"
+
+
+def _reuse_last(log_prob):
+    """log_prob that gives its last result again for the same traced value: a model that
+    computes log q(z) of a site's draw z (an ELBO) and the score term of the site then share
+    one evaluation. Plain values are evaluated every time (they may change in place)."""
+    @functools.wraps(log_prob)
+    def reuse(self, value):
+        last = self.__dict__.get("_last_log_prob")
+        if last is not None and last[0] is value:
+            return last[1]
+        lp = log_prob(self, value)
+        if isinstance(value, Tracer):
+            self._last_log_prob = (value, lp)
+        return lp
+    return reuse
 
 
 def _without_repeats(a):

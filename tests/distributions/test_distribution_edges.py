@@ -209,3 +209,26 @@ def test_invalid_simplex_with_infinities_is_a_value_error_not_a_warning():
     # (the suite turns RuntimeWarnings into errors: inf - inf in the check must not warn)
     with pytest.raises(ValueError, match="probs"):
         scg.Categorical(probs=np.array([np.inf, -np.inf, 0.5]))
+
+
+def test_log_prob_of_the_same_traced_value_is_evaluated_once():
+    calls = []
+
+    def model(theta):
+        q = scg.Bernoulli(logits=theta)
+        z = scg.sample("z", q, estimator="score")
+        lp = q.log_prob(z)
+        calls.append(lp is q.log_prob(z))         # the site's score term reuses it too
+        return z * 2.0 - lp
+
+    theta = np.array(0.3)
+    g = scg.grad(scg.expectation(model, n=200_000, seed=0))(theta)
+    p = 1.0 / (1.0 + np.exp(-theta))
+    # d/dtheta E[2 z - log q(z)] = 2 p (1 - p) - d/dtheta(-entropy) = p(1-p) (2 - theta)
+    assert calls == [True]
+    assert abs(g - p * (1 - p) * (2.0 - theta)) < 0.01
+    d = scg.Normal(0.0, 1.0)
+    x = np.array([0.5])
+    first = d.log_prob(x)
+    x[0] = 1.5                                    # plain values are evaluated every time
+    assert d.log_prob(x) != first
