@@ -213,24 +213,24 @@ def backward(out_node, g, roots):
     """Propagate cotangent g from out_node; return the cotangents of `roots` (None if unreached).
 
     Boxes are visited by decreasing `order` (a heap of the ones that have received a
-    cotangent), so each is visited after every box that uses it, and only once.
+    cotangent), so each is visited after every box that uses it, and only once. Roots (no
+    parents) never enter the heap: their cotangents stay in `grads` for the caller.
     """
     grads = {out_node: g}
-    heap = [(-out_node.order, out_node)]
+    heap = [(-out_node.order, out_node)] if out_node.parents else []
+    pop, push, traced = heappop, heappush, Tracer  # (locals: this loop is the hot path)
     while heap:
-        node = heappop(heap)[1]
-        parents = node.parents
-        if not parents:  # a root: its cotangent stays for the caller
-            continue
+        node = pop(heap)[1]
         g = grads.pop(node)
-        vjps = node.prim.vjps if isinstance(g, Tracer) else node.rules
+        vjps = node.prim.vjps if isinstance(g, traced) else node.rules
         args, kwargs, ans = node.args, node.kwargs, node.value
-        for i, parent in parents:
+        for i, parent in node.parents:
             gi = vjps[i](g, ans, *args, **kwargs)
             prev = grads.get(parent)
             if prev is None:
                 grads[parent] = gi
-                heappush(heap, (-parent.order, parent))
+                if parent.parents:
+                    push(heap, (-parent.order, parent))
             else:
                 grads[parent] = prev + gi
     return [grads.get(r) for r in roots]
