@@ -17,8 +17,7 @@ class Constraint:
 
     def check(self, value):
         value = np.asarray(value, dtype=float)
-        with np.errstate(invalid="ignore"):  # (inf - inf in a sum of a simplex check)
-            ok = self._check(value) & ~np.isnan(value)
+        ok = self._check(value) & ~np.isnan(value)  # (comparisons with nan do not warn)
         if self.event_dim:
             ok = np.all(ok, axis=tuple(range(-self.event_dim, 0)))
         return ok
@@ -57,7 +56,8 @@ positive_integer = Constraint("a positive integer",
 
 
 def _simplex(x):
-    return np.all(x >= 0, axis=-1) & (np.abs(np.sum(x, axis=-1) - 1) < 1e-6)
+    with np.errstate(invalid="ignore"):  # a sum of inf and -inf is nan: not a simplex
+        return np.all(x >= 0, axis=-1) & (np.abs(np.sum(x, axis=-1) - 1) < 1e-6)
 
 
 simplex = Constraint("a probability vector (entries >= 0 summing to 1)",
