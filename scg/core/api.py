@@ -143,8 +143,8 @@ def value_and_grad(fun, argnums=0, *, allow_unused=False):
         if check is not None:
             check(grads, traced.names, traced.roots())
         seen = set()
-        flat = [_finish(g, s, seen) for g, s in zip(grads, traced.shapes())]
-        if not isinstance(value, Tracer):
+        flat = [_finish(g, R.shape(r.value), seen) for g, r in zip(grads, traced.roots())]
+        if type(value) is not float and not isinstance(value, Tracer):
             value = float(value.item() if hasattr(value, "item") else value)
         return value, traced.rebuild(flat)
 

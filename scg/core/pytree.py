@@ -50,9 +50,9 @@ def _unflatten(d, it):
     if d is None:
         return next(it)
     kind, children = d
-    if kind is dict:
-        return {k: _unflatten(c, it) for k, c in children}
-    return kind([_unflatten(c, it) for c in children])
+    if kind is dict:  # (leaves taken here: one call fewer per leaf)
+        return {k: next(it) if c is None else _unflatten(c, it) for k, c in children}
+    return kind([next(it) if c is None else _unflatten(c, it) for c in children])
 
 
 def tree_map(fn, tree, *rest):
