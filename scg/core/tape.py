@@ -137,6 +137,15 @@ class Box(Tracer):
 
     @staticmethod
     def process(prim, args, kwargs, level):
+        if len(args) == 1 and prim.kind == "smooth":  # (relu, exp, sum, ...: the common case)
+            box = args[0]  # the tracer of the top level: a box of this level
+            value = box.value
+            if not isinstance(value, Tracer):
+                ans = prim.fn(value, **kwargs)
+                if 0 not in prim.vjps:
+                    return ans
+                return Box(ans, level, prim, [value], kwargs, [(0, box)],
+                           prim.plain_vjps or prim.vjps)
         raw = list(args)
         parents = []
         vjps = prim.vjps
