@@ -55,6 +55,7 @@ class _Traced:
 
 
 _F64 = np.dtype(np.float64)
+_ONE = np.float64(1.0)
 
 
 def _as_float(leaf, argnum, treedef, k):
@@ -135,7 +136,8 @@ def value_and_grad(fun, argnums=0, *, allow_unused=False):
                 raise TypeError(f"grad needs a scalar output, got shape {out_shape}; "
                                 "use scg.jacobian for vector outputs")
             if isinstance(out, Box) and out.level == level:
-                grads = backward(out.node, np.ones(out_shape), traced.roots())
+                seed = np.ones(out_shape) if out_shape else _ONE  # (a number: cheaper arithmetic)
+                grads = backward(out.node, seed, traced.roots())
             else:
                 grads = [None] * len(traced.roots())
         _check_reached(grads, traced, fun, allow_unused)
