@@ -17,8 +17,6 @@ b of a site meets only the costs of element b.
 import numpy as np
 
 from ..core.tape import Box, Primitive, defvjp, defvjp_plain, strip
-from ..estimators.baselines import LeaveOneOut
-from ..kernels.parallel import loo_advantage
 from ..numpy import rules as R
 from .persample import PerSample
 
@@ -54,7 +52,7 @@ def surrogate(trace, baseline_state):
             weights[w.name] = q if first_order else 0.0
             continue
         state = baseline_state.setdefault(w.name, {})
-        weights[w.name] = (_advantage(w.baseline, q, state) if first_order
+        weights[w.name] = (w.baseline.advantage(q, state) if first_order
                            else w.baseline.value(q, state))
         updates.append((w.baseline, q, state))
     if first_order:
@@ -62,16 +60,6 @@ def surrogate(trace, baseline_state):
     else:
         objective = _dice(trace, grid, costs, log_probs, weights)
     return objective, updates
-
-
-def _advantage(baseline, q, state):
-    """q - b; the leave-one-out advantage of many draws in one parallel pass."""
-    if type(baseline) is LeaveOneOut:
-        baseline._check(q)
-        a = loo_advantage(q)
-        if a is not None:
-            return a
-    return baseline.advantage(q, state)
 
 
 def _first_order(trace, grid, costs, log_probs, advantages):
