@@ -12,7 +12,7 @@ import functools
 
 import numpy as np
 
-from ..core.tape import Tracer, strip
+from ..core.tape import Box, Tracer, strip
 from ..numpy import rules as R
 
 _VALIDATE = [True]
@@ -127,19 +127,33 @@ class Distribution:
 
 
 def _reuse_last(log_prob):
-    """log_prob that gives its last result again for the same traced value: a model that
+    """log_prob that gives its last result again for the same per-draw value: a model that
     computes log q(z) of a site's draw z (an ELBO) and the score term of the site then share
-    one evaluation. Plain values are evaluated every time (they may change in place)."""
+    one evaluation. Only per-draw values of a model run are remembered (plain arrays may
+    change in place), and only while the distribution's attributes are the same objects."""
     @functools.wraps(log_prob)
-    def reuse(self, value):
+    def reuse(self, *args, **kwargs):
+        if kwargs or len(args) != 1 or not _is_per_draw(args[0]):
+            return log_prob(self, *args, **kwargs)
+        value = args[0]
+        state = _state(self)
         last = self.__dict__.get("_last_log_prob")
-        if last is not None and last[0] is value:
-            return last[1]
+        if last is not None and last[0] is log_prob and last[1] is value and \
+                len(last[2]) == len(state) and all(a is b for a, b in zip(last[2], state)):
+            return last[3]
         lp = log_prob(self, value)
-        if isinstance(value, Tracer):
-            self._last_log_prob = (value, lp)
+        self._last_log_prob = (log_prob, value, state, lp)
         return lp
     return reuse
+
+
+def _is_per_draw(value):
+    # the tracers are boxes (derivatives) and per-draw values (scg/stochastic/persample.py)
+    return isinstance(value, Tracer) and type(value) is not Box
+
+
+def _state(dist):
+    return tuple(v for k, v in vars(dist).items() if k != "_last_log_prob")
 
 
 def _without_repeats(a):

@@ -98,5 +98,5 @@ defvjp_plain(R.matmul, _matmul_a, _matmul_b)
 # ---------------------------------------------------------------- stable helpers
 defvjp_plain(R.sigmoid, lambda g, ans, x: g * (ans * (1.0 - ans)))
 defvjp_plain(R.softplus, lambda g, ans, x: np.negative(g * np.expm1(np.negative(ans))))
-# (a float mask: numpy multiplies by a boolean array much more slowly)
-defvjp_plain(R.relu, lambda g, ans, x: g * (ans > 0).astype(np.float64))
+# (np.where, not g * mask: an infinite g where x <= 0 must give 0, not nan)
+defvjp_plain(R.relu, lambda g, ans, x: np.where(ans > 0, g, 0.0))

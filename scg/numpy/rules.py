@@ -254,7 +254,10 @@ def _sum_large(x, axis, keepdims):
 
 sum_ = prim("sum", _sum)
 def _mean(x, axis=None, keepdims=False):
-    # the sum (np.add.reduce, as np.mean does) over the count, without np.mean's wrappers
+    # for floats the sum (np.add.reduce, as np.mean does) over the count, without np.mean's
+    # wrappers; np.mean itself for the rest (it sums integers as floats)
+    if getattr(x, "dtype", None) is None or x.dtype.kind != "f":
+        return np.mean(x, axis=axis, keepdims=keepdims)
     return _sum(x, axis=axis, keepdims=keepdims) / _count(shape(x), axis)
 
 
@@ -625,7 +628,7 @@ log_softmax = prim("log_softmax", _log_softmax,
 defvjp(sigmoid, lambda g, ans, x: multiply(g, multiply(ans, subtract(1.0, ans))))
 # sigmoid(x) = 1 - exp(-softplus(x)) = -expm1(-ans): exact at both ends, x = -inf and +inf
 defvjp(softplus, lambda g, ans, x: negative(multiply(g, expm1(negative(ans)))))
-defvjp(relu, lambda g, ans, x: multiply(g, strip(ans) > 0))  # 0 where x <= 0 or x is nan
+defvjp(relu, lambda g, ans, x: where(strip(ans) > 0, g, 0.0))  # 0 where x <= 0 or x is nan
 defvjp(logsumexp, lambda g, ans, x, axis=None, keepdims=False:
        multiply(_restore_reduced(g, shape(x), axis, keepdims),
                 exp(subtract(x, _restore_reduced(ans, shape(x), axis, keepdims)))))

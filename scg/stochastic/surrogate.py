@@ -46,8 +46,8 @@ def surrogate(trace, baseline_state):
                     for c in trace.downstream_costs(w))
         q = np.asarray(q, dtype=float)
         lp_shape = np.shape(strip(log_probs[w.name]))
-        if q.shape != lp_shape:
-            q = np.broadcast_to(q, lp_shape)
+        # a read-only view either way: a baseline must not change the costs
+        q = np.broadcast_to(q, lp_shape) if q.shape != lp_shape else _read_only(q)
         if w.baseline is None:
             weights[w.name] = q if first_order else 0.0
             continue
@@ -131,6 +131,12 @@ def _score_term_plain(g, ans, log_prob, weight, scale):
 
 defvjp(score_term, _score_term_vjp)
 defvjp_plain(score_term, _score_term_plain)
+
+
+def _read_only(a):
+    v = a.view()
+    v.flags.writeable = False
+    return v
 
 
 def sum_all(terms):
