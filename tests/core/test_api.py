@@ -260,3 +260,14 @@ def test_gradients_of_empty_arrays():
     assert scg.grad(lambda x: np.sum(x ** 2))(np.zeros((0, 3))).shape == (0, 3)
     g = scg.grad(lambda x: np.sum(x[2:1] ** 2) + np.sum(x))(np.ones((3, 4)))
     assert np.array_equal(g, np.ones((3, 4)))
+
+
+def test_relu_gradient_is_zero_where_inactive_even_for_an_infinite_cotangent():
+    with np.errstate(divide="ignore"):  # sqrt's derivative at 0 is infinite
+        g = scg.grad(lambda x: np.sum(np.sqrt(scg.relu(x))))(np.array([-1.0, 0.0, 2.0]))
+    assert np.array_equal(g[:2], [0.0, 0.0]) and np.isclose(g[2], 0.5 / np.sqrt(2.0))
+
+
+def test_mean_of_large_integers_is_summed_as_floats():
+    from scg.numpy import rules as R
+    assert R.mean(np.array([2 ** 62] * 3)) == np.mean(np.array([2 ** 62] * 3))

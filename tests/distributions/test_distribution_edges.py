@@ -232,3 +232,35 @@ def test_log_prob_of_the_same_traced_value_is_evaluated_once():
     first = d.log_prob(x)
     x[0] = 1.5                                    # plain values are evaluated every time
     assert d.log_prob(x) != first
+
+
+def test_log_prob_reuse_keeps_other_signatures_and_notices_changes():
+    class Tempered(scg.Normal):
+        def log_prob(self, value, temperature=1.0):
+            return super().log_prob(value) / temperature
+
+    assert np.isclose(Tempered(0.0, 1.0).log_prob(0.5, temperature=2.0),
+                      scg.Normal(0.0, 1.0).log_prob(0.5) / 2.0)
+
+    class Shifted(scg.Normal):
+        def log_prob(self, value):
+            return super().log_prob(value) - 100.0
+
+    def model(theta):
+        q = Shifted(theta, 1.0)
+        x = scg.sample("x", q, estimator="score")
+        base = scg.Normal.log_prob(q, x)                 # the parent's method first
+        shifted = q.log_prob(x)
+        q.loc = theta + 5.0                              # an attribute changed: evaluated again
+        moved = q.log_prob(x)
+        scg.cost("c", shifted - base)
+        scg.cost("d", moved - shifted)
+        return 0.0 * x
+
+    t = scg.trace(model, 0.3, n=3, seed=0)
+    assert np.allclose(t.costs["c"], -100.0)
+    x = t.sites["x"].value
+    assert np.allclose(t.costs["d"], 0.5 * ((x - 0.3) ** 2 - (x - 5.3) ** 2))
+    prior = scg.Normal(np.zeros(3), 1.0)                 # a traced box is not remembered
+    scg.grad(lambda m: np.sum(prior.log_prob(m)))(np.ones(3))
+    assert "_last_log_prob" not in vars(prior)
