@@ -13,6 +13,7 @@ whether along a differentiable path ("smooth") or across a jump or black box
 import numpy as np
 
 from ..core.tape import Tracer, strip
+from ..distributions.multivariate_normal import triangular_solve
 from ..errors import TracingError
 from ..numpy import rules as R
 from ..numpy.dispatch import FUNCTIONS, array_function, install_array_methods
@@ -250,6 +251,18 @@ def _matmul(prim, args, kwargs, level):
     return out
 
 
+def _core_dims(*ranks):
+    """The batch rule of a primitive whose array arguments have `ranks` core dimensions
+    (2 for a matrix, 1 for a vector) and broadcast over the leading ones: per-draw
+    arguments are lifted to the common batch rank, numpy's broadcasting does the rest."""
+    def rule(prim, args, kwargs, level):
+        batch = max(len(_lshape(a, level)) - r for a, r in zip(args, ranks))
+        phys = [lift(a, batch + r, level) if _is_ps(a, level) else a
+                for a, r in zip(args, ranks)]
+        return prim(*phys, *args[len(ranks):], **kwargs)
+    return rule
+
+
 def _take_along_axis(prim, args, kwargs, level):
     x, idx = args[0], args[1]
     axis = args[2] if len(args) > 2 else kwargs.get("axis", -1)
@@ -340,7 +353,8 @@ for _p, _rule in ((R.reshape, _reshape), (R.transpose, _transpose), (R.swapaxes,
                   (R.broadcast_to, _broadcast_to), (R.concatenate, _joined),
                   (R.stack, _joined), (R.matmul, _matmul),
                   (R.take_along_axis, _take_along_axis), (R.einsum, _einsum),
-                  (R.getitem, _getitem), (R.gather, _gather)):
+                  (R.getitem, _getitem), (R.gather, _gather),
+                  (triangular_solve, _core_dims(2, 1))):
     _p.batch = _rule
 
 
