@@ -56,7 +56,7 @@ positive_integer = Constraint("a positive integer",
 
 
 def _simplex(x):
-    with np.errstate(invalid="ignore"):  # a sum of inf and -inf is nan: not a simplex
+    with np.errstate(invalid="ignore", over="ignore"):  # inf - inf, 1e308 + 1e308: not one
         return np.all(x >= 0, axis=-1) & (np.abs(np.sum(x, axis=-1) - 1) < 1e-6)
 
 
