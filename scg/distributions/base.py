@@ -68,7 +68,7 @@ class Distribution:
                 first = raw[~np.broadcast_to(ok_full, raw.shape)].ravel()[:3] if raw.ndim else raw
                 raise ValueError(
                     f"{name_of}: parameter '{name}' must be {constraint.text}; "
-                    f"{bad} of {ok.size} entries are not (for example {np.round(first, 6)}). "
+                    f"{bad} of {ok.size} entries are not (for example {np.array2string(np.asarray(first), precision=6)}). "
                     f"Fix the value passed as {name}=, or pass validate_args=False "
                     "if you know what you are doing")
 

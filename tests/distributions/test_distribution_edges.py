@@ -264,3 +264,8 @@ def test_log_prob_reuse_keeps_other_signatures_and_notices_changes():
     prior = scg.Normal(np.zeros(3), 1.0)                 # a traced box is not remembered
     scg.grad(lambda m: np.sum(prior.log_prob(m)))(np.ones(3))
     assert "_last_log_prob" not in vars(prior)
+
+
+def test_simplex_check_of_huge_probabilities_is_a_value_error_not_a_warning():
+    with pytest.raises(ValueError, match="probs"):
+        scg.Categorical(probs=np.array([1e308, 1e308]))
