@@ -17,15 +17,9 @@ import math
 import numpy as np
 
 from .core import pytree
+from .numpy.rules import shape
 
 
-def _flat(tree):
-    return pytree.flatten_leaves(tree)
-
-
-def _shape(x):
-    s = getattr(x, "shape", None)  # (an array attribute: np.shape's wrapper costs more)
-    return np.shape(x) if s is None else s
 
 
 class SGD:
@@ -44,17 +38,18 @@ class SGD:
     def init(self, params):
         if not self.momentum:
             return None
-        leaves, treedef = _flat(params)
+        leaves, treedef = pytree.flatten_leaves(params)
         return pytree.unflatten(treedef, [np.zeros(np.shape(p)) for p in leaves])
 
     def update(self, grads, state, params):
-        p_leaves, treedef = _flat(params)
-        g_leaves = _flat(grads)[0]
+        p_leaves, treedef = pytree.flatten_leaves(params)
+        g_leaves = pytree.flatten_leaves(grads)[0]
         _check(p_leaves, g_leaves, "SGD")
         if not self.momentum:
             return pytree.unflatten(treedef, [p - self.lr * g for p, g in
                                               zip(p_leaves, g_leaves)]), None
-        v_leaves = [self.momentum * v + g for v, g in zip(_flat(state)[0], g_leaves)]
+        v_leaves = [self.momentum * v + g
+                    for v, g in zip(pytree.flatten_leaves(state)[0], g_leaves)]
         new = [p - self.lr * v for p, v in zip(p_leaves, v_leaves)]
         return pytree.unflatten(treedef, new), pytree.unflatten(treedef, v_leaves)
 
@@ -79,12 +74,12 @@ class Adam:
     def init(self, params):
         """State: {"t": 0, "m": zeros, "v": zeros}; the moments are kept as one flat vector
         each (one numpy pass per update instead of one per leaf)."""
-        size = sum(int(np.size(p)) for p in _flat(params)[0])
+        size = sum(int(np.size(p)) for p in pytree.flatten_leaves(params)[0])
         return {"t": 0, "m": np.zeros(size), "v": np.zeros(size)}
 
     def update(self, grads, state, params):
-        p_leaves, treedef = _flat(params)
-        g_leaves = _flat(grads)[0]
+        p_leaves, treedef = pytree.flatten_leaves(params)
+        g_leaves = pytree.flatten_leaves(grads)[0]
         _check(p_leaves, g_leaves, "Adam")
         t = state["t"] + 1
         b1, b2 = self.b1, self.b2
@@ -99,9 +94,9 @@ class Adam:
         delta /= np.sqrt(v) + self.eps * c2
         new_p, k = [], 0
         for p in p_leaves:
-            shape = _shape(p)
-            size = math.prod(shape)
-            new_p.append(p - delta[k:k + size].reshape(shape))
+            p_shape = shape(p)
+            size = math.prod(p_shape)
+            new_p.append(p - delta[k:k + size].reshape(p_shape))
             k += size
         return pytree.unflatten(treedef, new_p), {"t": t, "m": m, "v": v}
 
@@ -114,6 +109,6 @@ def _check(p_leaves, g_leaves, who):
         raise ValueError(f"{who}.update: the gradients have {len(g_leaves)} leaves but the "
                          f"parameters have {len(p_leaves)}")
     for p, g in zip(p_leaves, g_leaves):
-        if _shape(p) != _shape(g):
+        if shape(p) != shape(g):
             raise ValueError(f"{who}.update: a gradient of shape {np.shape(g)} for a parameter "
                              f"of shape {np.shape(p)}")

@@ -104,9 +104,8 @@ class PerSample(Tracer):
             out = _elementwise(prim, args, kwargs, level)
         else:
             out = rule(prim, args, kwargs, level)
-        inputs = [a for a in args if type(a) is PerSample and a.level == level]
-        deps = (inputs[0].deps if len(inputs) == 1 else
-                Deps.merge([a.deps for a in inputs])).through(prim.kind)
+        inputs = [a for a in args if _is_ps(a, level)]
+        deps = Deps.merge([a.deps for a in inputs]).through(prim.kind)
         result = PerSample(out, level, deps)
         if _RECORDER[0] is not None:
             _RECORDER[0](prim, inputs, args, result)
@@ -145,9 +144,9 @@ def _elementwise(prim, args, kwargs, level):
     rank = 0
     for a in args:
         if a is not None:
-            rank = max(rank, len(a.shape if _is_ps(a, level) else R.shape(a)))
+            rank = max(rank, len(_lshape(a, level)))
     if rank == 0:  # scalars per draw: the physical values broadcast as they are
-        return prim(*[a.value if _is_ps(a, level) else a for a in args], **kwargs)
+        return prim(*[_phys(a, level) for a in args], **kwargs)
     phys = [lift(a, rank, level) if _is_ps(a, level) else a for a in args]
     return prim(*phys, **kwargs)
 
