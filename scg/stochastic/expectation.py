@@ -169,7 +169,7 @@ def grad_samples(E, argnums=0, *, allow_unused=False):
         with new_level() as level:
             traced = _Traced(args, argnums, level)
             copies = [new_root(np.broadcast_to(r.value, (n,) + np.shape(r.value)), level)
-                      for r in _roots(traced)]
+                      for r in traced.roots()]
             positions = _root_positions(traced)
 
             def per_draw_args(call_args, batch_level):
@@ -198,10 +198,6 @@ def grad_samples(E, argnums=0, *, allow_unused=False):
         return GradSamples(traced.rebuild(flat), n)
 
     return grad_samples_fun
-
-
-def _roots(traced):
-    return traced.roots()
 
 
 def _root_positions(traced):

@@ -16,7 +16,7 @@ b of a site meets only the costs of element b.
 
 import numpy as np
 
-from ..core.tape import Box, Primitive, defvjp, defvjp_plain, strip
+from ..core.tape import Box, Primitive, defvjp, strip
 from ..numpy import rules as R
 from .persample import PerSample
 
@@ -44,10 +44,8 @@ def surrogate(trace, baseline_state):
         # costs-to-go per draw and element, as plain numbers: they carry no derivative
         q = sum_all(grid.onto(strip(costs[c.name][0]), costs[c.name][1], w.plates)
                     for c in trace.downstream_costs(w))
-        q = np.asarray(q, dtype=float)
-        lp_shape = np.shape(strip(log_probs[w.name]))
-        # a read-only view either way: a baseline must not change the costs
-        q = np.broadcast_to(q, lp_shape) if q.shape != lp_shape else _read_only(q)
+        # (a read-only view: a baseline must not change the costs)
+        q = np.broadcast_to(np.asarray(q, dtype=float), np.shape(strip(log_probs[w.name])))
         if w.baseline is None:
             weights[w.name] = q if first_order else 0.0
             continue
@@ -122,21 +120,7 @@ def _score_term_vjp(g, ans, log_prob, weight, scale):
     return R.multiply(c, weight)
 
 
-def _score_term_plain(g, ans, log_prob, weight, scale):
-    c = g * scale
-    if type(c) in (float, np.float64) and c == 1.0:
-        return weight
-    return c * weight
-
-
 defvjp(score_term, _score_term_vjp)
-defvjp_plain(score_term, _score_term_plain)
-
-
-def _read_only(a):
-    v = a.view()
-    v.flags.writeable = False
-    return v
 
 
 def sum_all(terms):
