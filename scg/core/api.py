@@ -81,7 +81,7 @@ def _finish(g, shape, seen=None):
     both the same array; a bias's cotangent can be a row of another's). `seen` holds the
     ids of the memory owners of the arrays returned so far in one call.
     """
-    if type(g) is np.ndarray and g.shape == shape and (g.dtype is _F64 or g.dtype == _F64):
+    if type(g) is np.ndarray and g.shape == shape and g.dtype == _F64:
         owner = g.base  # numpy points every view at the array that owns the memory
         if owner is None:
             owner = g  # (arrays that numpy operations make are writeable)
@@ -146,7 +146,7 @@ def value_and_grad(fun, argnums=0, *, allow_unused=False):
             check(grads, traced.names, traced.roots())
         seen = set()
         flat = [_finish(g, R.shape(r.value), seen) for g, r in zip(grads, traced.roots())]
-        if type(value) is not float and not isinstance(value, Tracer):
+        if not isinstance(value, Tracer):
             value = float(value.item() if hasattr(value, "item") else value)
         return value, traced.rebuild(flat)
 

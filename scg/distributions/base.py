@@ -66,9 +66,10 @@ class Distribution:
                 # ok has one entry per batch element: add unit axes for the event dimensions
                 ok_full = np.reshape(ok, ok.shape + (1,) * max(raw.ndim - ok.ndim, 0))
                 first = raw[~np.broadcast_to(ok_full, raw.shape)].ravel()[:3] if raw.ndim else raw
+                example = np.array2string(np.asarray(first), precision=6)  # (no overflow)
                 raise ValueError(
                     f"{name_of}: parameter '{name}' must be {constraint.text}; "
-                    f"{bad} of {ok.size} entries are not (for example {np.array2string(np.asarray(first), precision=6)}). "
+                    f"{bad} of {ok.size} entries are not (for example {example}). "
                     f"Fix the value passed as {name}=, or pass validate_args=False "
                     "if you know what you are doing")
 
