@@ -21,7 +21,6 @@ from numba import njit  # noqa: F401  (re-exported for the kernel modules)
 
 from ..core.tape import Box, Primitive, Tracer, backward, defvjp, new_level, new_root
 from ..numpy import rules as R
-from ..numpy.plain_rules import unbroadcast
 
 EW = "elementwise"
 
@@ -167,14 +166,14 @@ def kernel_primitives(name, kernel, twin, n_args, differentiable=None, flat=None
             # kernel has a flat variant, else scale the kernel's output in place
             d = run_flat(kernel, i + 1, a, g)
             if d is not None:
-                return unbroadcast(d, R.shape(a[i]))
+                return R.unbroadcast(d, R.shape(a[i]))
             d = run(kernel, i + 1, *a)
             g_shape = R.shape(g)
             if g_shape == d.shape or np.broadcast_shapes(g_shape, d.shape) == d.shape:
                 d *= g
             else:
                 d = d * g
-            return unbroadcast(d, R.shape(a[i]))
+            return R.unbroadcast(d, R.shape(a[i]))
         return rule
 
     defvjp(main, *[vjp(i) for i in range(n_args)])
