@@ -99,9 +99,7 @@ def _finish(g, shape, seen=None):
     return np.asarray(g, dtype=np.float64).reshape(shape)
 
 
-def _check_reached(grads, traced, fun, allow_unused):
-    if allow_unused or not getattr(fun, "requires_gradient_path", False):
-        return
+def _check_reached(grads, traced, fun):
     if all(g is not None for g in grads):
         return
     for g, name in zip(grads, traced.names()):
@@ -125,32 +123,7 @@ def value_and_grad(fun, argnums=0, *, allow_unused=False):
         >>> scg.value_and_grad(lambda x: np.sum(x ** 2))(np.array([1.0, 2.0]))
         (5.0, array([2., 4.]))
     """
-    @functools.wraps(fun)
-    def value_and_grad_fun(*args, **kwargs):
-        with new_level() as level:
-            traced = _Traced(args, argnums, level)
-            out = fun(*traced.args, **kwargs)
-            value = strip(out, level - 1)
-            out_shape = R.shape(strip(value))
-            if out_shape and math.prod(out_shape) != 1:
-                raise TypeError(f"grad needs a scalar output, got shape {out_shape}; "
-                                "use scg.jacobian for vector outputs")
-            if isinstance(out, Box) and out.level == level:
-                seed = np.ones(out_shape) if out_shape else _ONE  # (a number: cheaper arithmetic)
-                grads = backward(out.node, seed, traced.roots())
-            else:
-                grads = [None] * len(traced.roots())
-        _check_reached(grads, traced, fun, allow_unused)
-        check = getattr(fun, "check_gradient", None)
-        if check is not None:
-            check(grads, traced.names, traced.roots())
-        seen = set()
-        flat = [_finish(g, R.shape(r.value), seen) for g, r in zip(grads, traced.roots())]
-        if not isinstance(value, Tracer):
-            value = float(value.item() if hasattr(value, "item") else value)
-        return value, traced.rebuild(flat)
-
-    return value_and_grad_fun
+    return _gradient_function(fun, argnums, allow_unused, with_value=True)
 
 
 def grad(fun, argnums=0, *, allow_unused=False):
@@ -164,13 +137,44 @@ def grad(fun, argnums=0, *, allow_unused=False):
         >>> scg.grad(np.sin)(0.0)
         array(1.)
     """
-    vg = value_and_grad(fun, argnums, allow_unused=allow_unused)
+    return _gradient_function(fun, argnums, allow_unused, with_value=False)
+
+
+def _gradient_function(fun, argnums, allow_unused, with_value):
+    # (looked up once: on a plain function each lookup is a failed attribute search)
+    needs_path = not allow_unused and getattr(fun, "requires_gradient_path", False)
+    check = getattr(fun, "check_gradient", None)
 
     @functools.wraps(fun)
-    def grad_fun(*args, **kwargs):
-        return vg(*args, **kwargs)[1]
+    def gradient_function(*args, **kwargs):
+        with new_level() as level:
+            traced = _Traced(args, argnums, level)
+            out = fun(*traced.args, **kwargs)
+            value = strip(out, level - 1)
+            out_shape = R.shape(strip(value))
+            if out_shape and math.prod(out_shape) != 1:
+                raise TypeError(f"grad needs a scalar output, got shape {out_shape}; "
+                                "use scg.jacobian for vector outputs")
+            roots = traced.roots()
+            if isinstance(out, Box) and out.level == level:
+                seed = np.ones(out_shape) if out_shape else _ONE  # (a number: cheaper arithmetic)
+                grads = backward(out, seed, roots)
+            else:
+                grads = [None] * len(roots)
+        if needs_path:
+            _check_reached(grads, traced, fun)
+        if check is not None:
+            check(grads, traced.names, roots)
+        seen = set()
+        gradient = traced.rebuild([_finish(g, R.shape(r.value), seen)
+                                   for g, r in zip(grads, roots)])
+        if not with_value:
+            return gradient
+        if not isinstance(value, Tracer):
+            value = float(value.item() if hasattr(value, "item") else value)
+        return value, gradient
 
-    return grad_fun
+    return gradient_function
 
 
 def jacobian(fun, argnums=0):

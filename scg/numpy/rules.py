@@ -43,12 +43,12 @@ def unbroadcast(g, target_shape):
     target_shape = tuple(target_shape)
     if gshape == target_shape:
         return g
+    traced = isinstance(g, Tracer)
+    if not traced and gshape[1:] == target_shape:  # the bias of a batch
+        return g[0] if gshape[0] == 1 else _sum(g, axis=0)
     extra = len(gshape) - len(target_shape)
     axes = tuple(range(extra)) + tuple(i + extra for i, s in enumerate(target_shape)
                                        if s == 1 and gshape[i + extra] != 1)
-    traced = isinstance(g, Tracer)
-    if extra == 1 and not traced and gshape[1:] == target_shape:  # the bias of a batch
-        return g[0] if gshape[0] == 1 else _sum(g, axis=0)
     single = math.prod(gshape[a] for a in axes) == 1  # then a reshape is the sum
     if traced:
         return reshape(g if single else sum_(g, axis=axes), target_shape)
