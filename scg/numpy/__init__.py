@@ -1,5 +1,7 @@
 """Reverse-mode rules for numpy: primitives, their VJPs and numpy dispatch."""
 
+import operator
+
 import numpy as np
 
 from ..core.tape import Box, box_operator
@@ -29,7 +31,9 @@ for _ufunc, _name, _prim in [
         (np.add, "add", R.add), (np.subtract, "sub", R.subtract),
         (np.multiply, "mul", R.multiply), (np.true_divide, "truediv", R.divide),
         (np.power, "pow", R.power), (np.matmul, "matmul", R.matmul)]:
-    _forward, _reflected = box_operator(_prim), box_operator(_prim, reflected=True)
+    _operator = getattr(operator, _name)
+    _forward = box_operator(_prim, _operator)
+    _reflected = box_operator(_prim, _operator, reflected=True)
     setattr(Box, f"__{_name}__", _forward)
     setattr(Box, f"__r{_name}__", _reflected)
     UFUNCS[_ufunc] = _either_order(_prim, _forward, _reflected)
