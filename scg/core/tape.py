@@ -239,22 +239,39 @@ def backward(out_node, g, roots):
     Boxes are visited by decreasing `order` (a heap of the ones that have received a
     cotangent), so each is visited after every box that uses it, and only once. Roots (no
     parents) never enter the heap: their cotangents stay in `grads` for the caller.
+    A box that got its first cotangent from the box just visited, and is newer than every
+    box in the heap, is visited next without entering the heap: nothing visited later can
+    add to its cotangent, since boxes send cotangents only to older boxes. (A chain of
+    operations, the common case, never touches the heap.)
     """
     grads = {out_node: g}
-    heap = [(-out_node.order, out_node)] if out_node.parents else []
+    heap = []
+    node = out_node if out_node.parents else None
     pop, push, traced = heappop, heappush, Tracer  # (locals: this loop is the hot path)
-    while heap:
-        node = pop(heap)[1]
+    while node is not None or heap:
+        if node is None:
+            node = pop(heap)[1]
         g = grads.pop(node)
         vjps = node.prim.vjps if isinstance(g, traced) else node.rules
         args, kwargs, ans = node.args, node.kwargs, node.value
+        newest = None  # the newest box that got its first cotangent here
         for i, parent in node.parents:
             gi = vjps[i](g, ans, *args, **kwargs)
             prev = grads.get(parent)
             if prev is None:
                 grads[parent] = gi
                 if parent.parents:
-                    push(heap, (-parent.order, parent))
+                    if newest is None:
+                        newest = parent
+                    elif parent.order > newest.order:
+                        push(heap, (-newest.order, newest))
+                        newest = parent
+                    else:
+                        push(heap, (-parent.order, parent))
             else:
                 grads[parent] = prev + gi
+        if newest is not None and heap and newest.order < -heap[0][0]:
+            push(heap, (-newest.order, newest))
+            newest = None
+        node = newest
     return [grads.get(r) for r in roots]
