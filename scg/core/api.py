@@ -26,7 +26,9 @@ class _Traced:
         self._roots = []
         for i in self.argnums:
             leaves, treedef = pytree.flatten_leaves(args[i])
-            roots = [Box(_as_float(leaf, i, treedef, k), level) for k, leaf in enumerate(leaves)]
+            roots = [Box(leaf if type(leaf) is np.ndarray and leaf.dtype is _F64
+                         else _as_float(leaf, i, treedef, k), level)
+                     for k, leaf in enumerate(leaves)]
             self.args[i] = roots[0] if treedef is None else pytree.unflatten(treedef, roots)
             self.parts.append((treedef, roots))
             self._roots += roots
@@ -36,7 +38,8 @@ class _Traced:
         return self._roots
 
     def shapes(self):
-        return [R.shape(r.value) for r in self._roots]
+        return [r.value.shape if type(r.value) is np.ndarray else R.shape(r.value)
+                for r in self._roots]
 
     def names(self):
         return [f"argument {i}{p}" for i, (treedef, _) in zip(self.argnums, self.parts)
@@ -60,9 +63,7 @@ _ONE = np.float64(1.0)
 
 def _as_float(leaf, argnum, treedef, k):
     """A leaf to differentiate as float64 (float64 arrays are used as they are: never
-    written to, so no copy is needed)."""
-    if type(leaf) is np.ndarray and leaf.dtype is _F64:
-        return leaf
+    written to, so no copy is needed; _Traced passes them without this call)."""
     if isinstance(leaf, Tracer):
         return leaf
     arr = np.asarray(leaf)
@@ -73,30 +74,32 @@ def _as_float(leaf, argnum, treedef, k):
     return arr.astype(np.float64)
 
 
-def _finish(g, shape, seen=None):
-    """A cotangent as the user sees it: float64 arrays at the top level, traced inside.
+def _finish(grads, shapes, distinct=True):
+    """Cotangents as the user sees them: float64 arrays at the top level, traced inside.
 
-    Every returned array is the caller's own: a read-only broadcast view is copied, and so
-    is a cotangent whose memory another returned one shares (the rule of `a + b` gives
-    both the same array; a bias's cotangent can be a row of another's). `seen` holds the
-    ids of the memory owners of the arrays returned so far in one call.
+    With `distinct`, every returned array is the caller's own: a read-only broadcast view
+    is copied, and so is a cotangent whose memory another returned one shares (the rule
+    of `a + b` gives both the same array; a bias's cotangent can be a row of another's).
     """
-    if type(g) is np.ndarray and g.shape == shape and g.dtype == _F64:
-        owner = g.base  # numpy points every view at the array that owns the memory
-        if owner is None:
-            owner = g  # (arrays that numpy operations make are writeable)
-        elif not g.flags.writeable:
-            g = owner = g.copy()
-        if seen is not None:
-            if id(owner) in seen:
-                g = owner = g.copy()
-            seen.add(id(owner))
-        return g
-    if g is None:
-        return np.zeros(shape)
-    if isinstance(g, Tracer):
-        return g
-    return np.asarray(g, dtype=np.float64).reshape(shape)
+    seen = set()  # the ids of the memory owners of the arrays returned so far
+    out = []
+    for g, shape in zip(grads, shapes):
+        if type(g) is np.ndarray and g.shape == shape and g.dtype == _F64:
+            if distinct:
+                owner = g.base  # numpy points every view at the array that owns the memory
+                if owner is None:
+                    owner = g  # (arrays that numpy operations make are writeable)
+                elif not g.flags.writeable:
+                    g = owner = g.copy()
+                if id(owner) in seen:
+                    g = owner = g.copy()
+                seen.add(id(owner))
+        elif g is None:
+            g = np.zeros(shape)
+        elif not isinstance(g, Tracer):
+            g = np.asarray(g, dtype=np.float64).reshape(shape)
+        out.append(g)
+    return out
 
 
 def _check_reached(grads, traced, fun):
@@ -165,9 +168,7 @@ def _gradient_function(fun, argnums, allow_unused, with_value):
             _check_reached(grads, traced, fun)
         if check is not None:
             check(grads, traced.names, roots)
-        seen = set()
-        gradient = traced.rebuild([_finish(g, R.shape(r.value), seen)
-                                   for g, r in zip(grads, roots)])
+        gradient = traced.rebuild(_finish(grads, traced.shapes()))
         if not with_value:
             return gradient
         if not isinstance(value, Tracer):
@@ -214,7 +215,7 @@ def _jacobian_rows(out, level, traced):
             rows.append([None] * len(in_shapes))
     flat = []
     for k, shape in enumerate(in_shapes):
-        pieces = [_finish(row[k], shape) for row in rows]
+        pieces = _finish([row[k] for row in rows], [shape] * len(rows), distinct=False)
         if any(isinstance(p, Tracer) for p in pieces):
             block = R.reshape(R.stack(*pieces), out_shape + shape)
         else:

@@ -22,7 +22,14 @@ def _flatten(t, leaves):
         leaves.append(t)
         return None
     if isinstance(t, dict):
-        return (dict, [(k, _flatten(v, leaves)) for k, v in t.items()])
+        children = []
+        for k, v in t.items():
+            if type(v) is np.ndarray:  # (a leaf without a call)
+                leaves.append(v)
+                children.append((k, None))
+            else:
+                children.append((k, _flatten(v, leaves)))
+        return (dict, children)
     if isinstance(t, (list, tuple)):
         return (type(t), [_flatten(v, leaves) for v in t])
     leaves.append(t)
