@@ -8,7 +8,7 @@ import numpy as np
 from ..errors import NoGradientPathError
 from ..numpy import rules as R
 from . import pytree
-from .tape import Box, Tracer, backward, new_level, strip
+from .tape import Box, Tracer, backward, new_level, new_root, strip
 
 
 class _Traced:
@@ -26,8 +26,8 @@ class _Traced:
         self._roots = []
         for i in self.argnums:
             leaves, treedef = pytree.flatten_leaves(args[i])
-            roots = [Box(leaf if type(leaf) is np.ndarray and leaf.dtype is _F64
-                         else _as_float(leaf, i, treedef, k), level)
+            roots = [new_root(leaf if type(leaf) is np.ndarray and leaf.dtype is _F64
+                              else _as_float(leaf, i, treedef, k), level)
                      for k, leaf in enumerate(leaves)]
             self.args[i] = roots[0] if treedef is None else pytree.unflatten(treedef, roots)
             self.parts.append((treedef, roots))

@@ -117,20 +117,11 @@ class Box(Tracer):
     have a VJP rule. `order` increases with creation, so a box's parents are older than
     it, and visiting boxes by decreasing `order` visits each after everything that uses it.
     `rules` are the VJP rules for a plain cotangent: the plain twins when no input is traced.
+    Boxes are made by `new_root` and by recording a call, not by calling the class.
     """
 
     __slots__ = ("value", "prim", "args", "kwargs", "parents", "order", "rules")
     __array_priority__ = 100.0
-
-    def __init__(self, value, level, prim=None, args=(), kwargs=None, parents=(), rules=None):
-        self.value = value
-        self.level = level
-        self.prim = prim
-        self.args = args
-        self.kwargs = kwargs
-        self.parents = parents
-        self.rules = rules
-        self.order = next(_node_ids)
 
     @property
     def node(self):
@@ -146,8 +137,8 @@ class Box(Tracer):
                 ans = prim.fn(value, **kwargs)
                 if 0 not in prim.vjps:
                     return ans
-                return Box(ans, level, prim, [value], kwargs, [(0, box)],
-                           prim.plain_vjps or prim.vjps)
+                return _record(ans, level, prim, (value,), kwargs, ((0, box),),
+                               prim.plain_vjps or prim.vjps)
         raw = list(args)
         parents = []
         vjps = prim.vjps
@@ -169,14 +160,34 @@ class Box(Tracer):
             rules = prim.plain_vjps or prim.vjps
         if not parents or prim.kind != "smooth":
             return ans
-        return Box(ans, level, prim, raw, kwargs, parents, rules)
+        return _record(ans, level, prim, raw, kwargs, parents, rules)
 
     def __repr__(self):
         return f"Box({self.value!r}, level={self.level})"
 
 
+_new_object = object.__new__
+
+
+def _record(value, level, prim, args, kwargs, parents, rules):
+    """A new box (see Box). Boxes are made by this function, not by calling the class:
+    a plain function call is cheaper than a class's __init__, and this is every
+    recorded operation."""
+    box = _new_object(Box)
+    box.value = value
+    box.level = level
+    box.prim = prim
+    box.args = args
+    box.kwargs = kwargs
+    box.parents = parents
+    box.rules = rules
+    box.order = next(_node_ids)
+    return box
+
+
 _F64 = np.float64
 _SCALARS = (np.float64, float, int)
+_NO_KWARGS = {}  # (shared by the boxes of operators: rules never change their kwargs)
 
 
 def box_operator(prim, python_operator, reflected=False):
@@ -203,27 +214,28 @@ def box_operator(prim, python_operator, reflected=False):
             if other.level != level or isinstance(other_value, Tracer):
                 return prim(other, self) if reflected else prim(self, other)
             if reflected:
-                a, b, parents = other_value, value, [(0, other), (1, self)]
+                a, b, parents = other_value, value, ((0, other), (1, self))
             else:
-                a, b, parents = value, other_value, [(0, self), (1, other)]
+                a, b, parents = value, other_value, ((0, self), (1, other))
         elif isinstance(other, Tracer):
             return prim(other, self) if reflected else prim(self, other)
         elif reflected:
-            a, b, parents = other, value, [(1, self)]
+            a, b, parents = other, value, ((1, self),)
         else:
-            a, b, parents = value, other, [(0, self)]
+            a, b, parents = value, other, ((0, self),)
         if type(a) in _SCALARS and type(b) in _SCALARS and (type(a) is _F64 or type(b) is _F64):
             ans = python_operator(a, b)
         else:
             ans = fn(a, b)
-        return Box(ans, level, prim, [a, b], {}, parents, prim.plain_vjps or prim.vjps)
+        return _record(ans, level, prim, (a, b), _NO_KWARGS, parents,
+                       prim.plain_vjps or prim.vjps)
 
     return operator
 
 
 def new_root(value, level):
     """Box `value` as an independent variable of the trace at `level`."""
-    return Box(value, level)
+    return _record(value, level, None, (), None, (), None)
 
 
 def strip(x, level=0):
