@@ -10,6 +10,7 @@ written with primitives themselves, so they are recorded by outer levels and
 derivatives of any order work.
 """
 
+import functools
 import itertools
 from heapq import heappop, heappush
 
@@ -137,8 +138,8 @@ class Box(Tracer):
                 ans = prim.fn(value, **kwargs)
                 if 0 not in prim.vjps:
                     return ans
-                return _record(ans, level, prim, (value,), kwargs, ((0, box),),
-                               prim.plain_vjps or prim.vjps)
+                return _record(prim, (value,), kwargs, ((0, box),),
+                               prim.plain_vjps or prim.vjps, ans, level)
         raw = list(args)
         parents = []
         vjps = prim.vjps
@@ -160,7 +161,7 @@ class Box(Tracer):
             rules = prim.plain_vjps or prim.vjps
         if not parents or prim.kind != "smooth":
             return ans
-        return _record(ans, level, prim, raw, kwargs, parents, rules)
+        return _record(prim, raw, kwargs, parents, rules, ans, level)
 
     def __repr__(self):
         return f"Box({self.value!r}, level={self.level})"
@@ -169,10 +170,10 @@ class Box(Tracer):
 _new_object = object.__new__
 
 
-def _record(value, level, prim, args, kwargs, parents, rules):
-    """A new box (see Box). Boxes are made by this function, not by calling the class:
-    a plain function call is cheaper than a class's __init__, and this is every
-    recorded operation."""
+def _record(prim, args, kwargs, parents, rules, value, level):
+    """A new box (see Box): `prim` called on `args` gave `value`. Boxes are made by this
+    function, not by calling the class: a plain function call is cheaper than a class's
+    __init__, and this is every recorded operation."""
     box = _new_object(Box)
     box.value = value
     box.level = level
@@ -183,6 +184,11 @@ def _record(value, level, prim, args, kwargs, parents, rules):
     box.rules = rules
     box.order = next(_node_ids)
     return box
+
+
+# new_root(value, level): `value` boxed as an independent variable of the trace at `level`
+# (a partial object: no Python frame of its own, and it is called once per leaf)
+new_root = functools.partial(_record, None, (), None, (), None)
 
 
 _F64 = np.float64
@@ -227,15 +233,10 @@ def box_operator(prim, python_operator, reflected=False):
             ans = python_operator(a, b)
         else:
             ans = fn(a, b)
-        return _record(ans, level, prim, (a, b), _NO_KWARGS, parents,
-                       prim.plain_vjps or prim.vjps)
+        return _record(prim, (a, b), _NO_KWARGS, parents, prim.plain_vjps or prim.vjps,
+                       ans, level)
 
     return operator
-
-
-def new_root(value, level):
-    """Box `value` as an independent variable of the trace at `level`."""
-    return _record(value, level, None, (), None, (), None)
 
 
 def strip(x, level=0):
