@@ -135,7 +135,7 @@ class Box(Tracer):
             box = args[0]  # the tracer of the top level: a box of this level
             value = box.value
             if not isinstance(value, Tracer):
-                ans = prim.fn(value, **kwargs)
+                ans = prim.fn(value, **kwargs) if kwargs else prim.fn(value)
                 if 0 not in prim.vjps:
                     return ans
                 return _record(prim, (value,), kwargs, ((0, box),),
@@ -268,8 +268,15 @@ def backward(out_node, g, roots):
         vjps = node.prim.vjps if isinstance(g, traced) else node.rules
         args, kwargs, ans = node.args, node.kwargs, node.value
         newest = None  # the newest box that got its first cotangent here
+        # (calls without * and ** for one or two arguments: unpacking costs more than the rest)
+        n_args = -1 if kwargs else len(args)
         for i, parent in node.parents:
-            gi = vjps[i](g, ans, *args, **kwargs)
+            if n_args == 2:
+                gi = vjps[i](g, ans, args[0], args[1])
+            elif n_args == 1:
+                gi = vjps[i](g, ans, args[0])
+            else:
+                gi = vjps[i](g, ans, *args, **kwargs)
             prev = grads.get(parent)
             if prev is None:
                 grads[parent] = gi

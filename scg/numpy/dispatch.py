@@ -49,6 +49,8 @@ def _reduction(p, name):
     def impl(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
         if dtype is not None or out is not None or initial is not None or where is not None:
             _reject(name, dtype=dtype, out=out, initial=initial, where=where)
+        if axis is None and not keepdims:
+            return p(a)  # (the full reduction, the usual one, without keyword arguments)
         return p(a, axis=_axis(axis), keepdims=bool(keepdims))
     return impl
 
