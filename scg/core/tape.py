@@ -10,7 +10,6 @@ written with primitives themselves, so they are recorded by outer levels and
 derivatives of any order work.
 """
 
-import functools
 import itertools
 from heapq import heappop, heappush
 
@@ -186,9 +185,9 @@ def _record(prim, args, kwargs, parents, rules, value, level):
     return box
 
 
-# new_root(value, level): `value` boxed as an independent variable of the trace at `level`
-# (a partial object: no Python frame of its own, and it is called once per leaf)
-new_root = functools.partial(_record, None, (), None, (), None)
+def new_root(value, level):
+    """Box `value` as an independent variable of the trace at `level`."""
+    return _record(None, (), None, (), None, value, level)
 
 
 _F64 = np.float64
