@@ -195,15 +195,16 @@ _SCALARS = (np.float64, float, int)
 _NO_KWARGS = {}  # (shared by the boxes of operators: rules never change their kwargs)
 
 
-def box_operator(prim, python_operator, reflected=False):
+def box_operator(prim, python_operator=None, reflected=False):
     """A Python operator method of Box for a two-argument primitive with two VJP rules.
 
     `a + b` is the most frequent call on the tape, so the common cases are recorded here
     without the general dispatch: the other operand plain or a box of the same level, and
     no tracer of a lower level inside either. Everything else goes through `prim`.
-    `python_operator` (operator.add for np.add) computes the value when one operand is a
-    numpy float64 scalar and the other a number: the same result and warnings as the
-    ufunc, ten times faster (a loss after a full reduction is such a scalar).
+    `python_operator` (operator.add for np.add), if given, computes the value when one
+    operand is a numpy float64 scalar and the other a number: ten times faster than the
+    ufunc (a loss after a full reduction is such a scalar). Give it only where it has the
+    ufunc's value and warnings.
     `reflected` gives `__radd__` and the like: `other <op> self`.
     """
     if prim.kind != "smooth" or not (0 in prim.vjps and 1 in prim.vjps):
@@ -228,7 +229,8 @@ def box_operator(prim, python_operator, reflected=False):
             a, b, parents = other, value, ((1, self),)
         else:
             a, b, parents = value, other, ((0, self),)
-        if type(a) in _SCALARS and type(b) in _SCALARS and (type(a) is _F64 or type(b) is _F64):
+        if (python_operator is not None and type(a) in _SCALARS and type(b) in _SCALARS
+                and (type(a) is _F64 or type(b) is _F64)):
             ans = python_operator(a, b)
         else:
             ans = fn(a, b)

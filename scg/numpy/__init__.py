@@ -27,13 +27,16 @@ def _either_order(prim, forward, reflected):
 
 # Python operators on boxes, and the same ufuncs called by numpy (`array @ box`), take
 # the direct recording path of `box_operator`.
-for _ufunc, _name, _prim in [
-        (np.add, "add", R.add), (np.subtract, "sub", R.subtract),
-        (np.multiply, "mul", R.multiply), (np.true_divide, "truediv", R.divide),
-        (np.power, "pow", R.power), (np.matmul, "matmul", R.matmul)]:
-    _operator = getattr(operator, _name)
-    _forward = box_operator(_prim, _operator)
-    _reflected = box_operator(_prim, _operator, reflected=True)
+# For + - * / of a float64 scalar and a number the Python operator gives the ufunc's value;
+# for ** numpy's scalar power differs from np.power in the last bit and at the edges, and
+# @ is no scalar operation: those two always call the ufunc.
+for _ufunc, _name, _prim, _scalar_op in [
+        (np.add, "add", R.add, operator.add), (np.subtract, "sub", R.subtract, operator.sub),
+        (np.multiply, "mul", R.multiply, operator.mul),
+        (np.true_divide, "truediv", R.divide, operator.truediv),
+        (np.power, "pow", R.power, None), (np.matmul, "matmul", R.matmul, None)]:
+    _forward = box_operator(_prim, _scalar_op)
+    _reflected = box_operator(_prim, _scalar_op, reflected=True)
     setattr(Box, f"__{_name}__", _forward)
     setattr(Box, f"__r{_name}__", _reflected)
     UFUNCS[_ufunc] = _either_order(_prim, _forward, _reflected)

@@ -99,3 +99,15 @@ def test_scalar_operators_keep_numpy_warnings():
         value = scg.value_and_grad(lambda x: np.sum(x) / 0.0)(np.array([1.0]))[0]
     assert value == np.inf
     assert any(issubclass(w.category, RuntimeWarning) for w in caught)
+
+
+def test_power_and_matmul_of_scalars_stay_with_the_ufunc():
+    # numpy's scalar ** can differ from np.power in the last bit and at the edges
+    x = np.array([-18.944944419442237])
+    assert scg.value_and_grad(lambda x: np.sum(x) ** 2)(x)[0] == np.power(x[0], 2)
+    assert scg.value_and_grad(lambda x: 2 ** np.sum(x))(x)[0] == np.power(2, x[0])
+    with pytest.warns(RuntimeWarning, match="invalid"):
+        value = scg.value_and_grad(lambda x: np.sum(x) ** 0.5)(np.array([-np.inf]))[0]
+    assert np.isnan(value)
+    with pytest.raises(ValueError, match="matmul"):
+        scg.grad(lambda x: np.sum(x) @ 2.0)(np.array([1.0]))
