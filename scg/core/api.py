@@ -210,7 +210,7 @@ def _jacobian_rows(out, level, traced):
         if isinstance(out, Box) and out.level == level:
             seed = np.zeros(out_shape)
             seed.flat[i] = 1.0
-            rows.append(backward(out.node, seed, traced.roots()))
+            rows.append(backward(out, seed, traced.roots()))
         else:
             rows.append([None] * len(in_shapes))
     flat = []

@@ -123,11 +123,6 @@ class Box(Tracer):
     __slots__ = ("value", "prim", "args", "kwargs", "parents", "order", "rules")
     __array_priority__ = 100.0
 
-    @property
-    def node(self):
-        """The tape node of this value: the box itself."""
-        return self
-
     @staticmethod
     def process(prim, args, kwargs, level):
         if len(args) == 1 and prim.kind == "smooth":  # (relu, exp, sum, ...: the common case)

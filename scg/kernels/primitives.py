@@ -123,7 +123,7 @@ def composite_vjp(fn, argnum):
             out = fn(*boxed)
             if not (isinstance(out, Box) and out.level == level):
                 return np.zeros(R.shape(args[argnum]))
-            (grad,) = backward(out.node, g, [root.node])
+            (grad,) = backward(out, g, [root])
         return np.zeros(R.shape(args[argnum])) if grad is None else grad
     return rule
 

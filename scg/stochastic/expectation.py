@@ -87,7 +87,7 @@ class Expectation:
                   for c in t.cost_sites.values()]
         for what, x in parts:
             if isinstance(x, Box):
-                gs = backward(x.node, np.ones(np.shape(x.value)), roots)
+                gs = backward(x, np.ones(np.shape(x.value)), roots)
                 if any(g is not None and not np.all(np.isfinite(strip(g))) for g in gs):
                     return what
         return "the combination of the terms (each is finite alone)"
@@ -182,7 +182,7 @@ def grad_samples(E, argnums=0, *, allow_unused=False):
             objective = E._objective(traced.args, kwargs, wrap_args=per_draw_args)
             if isinstance(objective, Box) and objective.level == level:
                 # seeded with n: the objective averages the draws, each copy gets its own
-                grads = backward(objective.node, np.float64(n), [c.node for c in copies])
+                grads = backward(objective, np.float64(n), copies)
             else:
                 grads = [None] * len(copies)
         E.check_gradient(grads, traced.names, copies)
@@ -228,7 +228,7 @@ def trace(model, *args, n=1, seed=None, **kwargs):
                 if isinstance(leaf, (int, float, np.ndarray, np.generic)) and \
                         np.asarray(leaf).dtype.kind == "f":
                     r = new_root(np.asarray(leaf, dtype=float), level)
-                    names[r.node] = f"arg{i}{path}"
+                    names[r] = f"arg{i}{path}"
                     roots.append(r)
                 else:
                     roots.append(leaf)

@@ -82,7 +82,7 @@ class Trace:
             v = v.value if v.node is None else None
         if not self._param_names or not isinstance(v, Box):
             return set()
-        found, stack, seen = set(), [v.node], set()
+        found, stack, seen = set(), [v], set()
         while stack:
             node = stack.pop()
             if id(node) in seen:
