@@ -38,8 +38,7 @@ class _Traced:
         return self._roots
 
     def shapes(self):
-        return [r.value.shape if type(r.value) is np.ndarray else R.shape(r.value)
-                for r in self._roots]
+        return [R.shape(r.value) for r in self._roots]
 
     def names(self):
         return [f"argument {i}{p}" for i, (treedef, _) in zip(self.argnums, self.parts)

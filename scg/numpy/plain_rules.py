@@ -13,7 +13,7 @@ from ..core.tape import defvjp_plain
 from . import rules as R
 from .rules import _restore_reduced, shape, unbroadcast  # plain cotangents: numpy calls
 
-# (add and broadcast_to need no twin: their rules call these helpers only)
+# (add, sum and broadcast_to need no twin: their rules call these helpers only)
 
 
 # ---------------------------------------------------------------- arithmetic
@@ -63,11 +63,6 @@ defvjp_plain(R.where, None,
              lambda g, ans, c, x, y: unbroadcast(np.where(c, 0.0, g), shape(y)))
 
 # ---------------------------------------------------------------- reductions and shapes
-# (a small full reduction's cotangent as one np.full; large ones stay broadcast views, as
-# _restore_reduced makes them: the stride-0 shortcuts of _scale and _sum_large see them)
-defvjp_plain(R.sum_, lambda g, ans, x, axis=None, keepdims=False:
-             np.full(x.shape, g) if axis is None and type(x) is np.ndarray and x.size <= 4096
-             else _restore_reduced(g, shape(x), axis, keepdims))
 defvjp_plain(R.mean, lambda g, ans, x, axis=None, keepdims=False:
              _restore_reduced(g / float(R._count(shape(x), axis)), shape(x), axis, keepdims))
 defvjp_plain(R.reshape, lambda g, ans, x, newshape: R._reshape(g, shape(x)))

@@ -37,9 +37,7 @@ def ndim(x):
 def unbroadcast(g, target_shape):
     """Sum a cotangent of a broadcast result back to an input of `target_shape`: with
     primitives for a traced cotangent, with numpy calls for a plain one."""
-    gshape = getattr(g, "shape", None)  # (shape(g) without the call, for arrays)
-    if gshape is None:
-        gshape = shape(g)
+    gshape = shape(g)
     if gshape == target_shape:
         return g
     target_shape = tuple(target_shape)
