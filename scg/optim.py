@@ -20,8 +20,6 @@ from .core import pytree
 from .numpy.rules import shape
 
 
-
-
 class SGD:
     """Stochastic gradient descent, with optional (heavy-ball) momentum.
 
