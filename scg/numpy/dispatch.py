@@ -139,8 +139,9 @@ def _take_along_axis(arr, indices, axis=-1):
     return R.take_along_axis(arr, indices, axis)
 
 
-def _einsum(subscripts, *operands, **kw):
+def _einsum(*args, **kw):
     _reject("einsum", **{k: v for k, v in kw.items() if k != "optimize"})
+    subscripts, operands = R.einsum_arguments(args)
     return R.einsum(subscripts, *operands)
 
 

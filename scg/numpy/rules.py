@@ -519,13 +519,19 @@ def dot(a, b):
 
 
 def _parse_einsum(subscripts, shapes):
-    """Explicit subscripts with '...' replaced by spare letters: (input_subs, output_sub)."""
+    """Explicit subscripts with '...' replaced by spare letters: (input_subs, output_sub).
+
+    Repeated letters are kept as they are (a trace "ii->", a diagonal "ii->i").
+    """
     subscripts = subscripts.replace(" ", "")
     if "->" in subscripts:
         ins, out = subscripts.split("->")
     else:
         ins, out = subscripts, None
     ins = ins.split(",")
+    if len(ins) != len(shapes):
+        raise ValueError(f"np.einsum subscripts {subscripts!r} name {len(ins)} operand(s), "
+                         f"but {len(shapes)} were given")
     used = set(subscripts) - set(".,->")
     spare = [c for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ" if c not in used]
     n_ell = max((len(s) - (len(i) - 3) for i, s in zip(ins, shapes) if "..." in i), default=0)
@@ -544,6 +550,27 @@ def _parse_einsum(subscripts, shapes):
     return parsed, out
 
 
+_SUBLIST_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+
+def einsum_arguments(args):
+    """(subscripts, operands) of an np.einsum call in either of numpy's forms:
+    `einsum("ij,jk->ik", a, b)` or the interleaved `einsum(a, [0, 1], b, [1, 2], [0, 2])`."""
+    if isinstance(args[0], str):
+        return args[0], args[1:]
+    out = args[-1] if len(args) % 2 else None  # an odd count ends with the output sublist
+    pairs = args[:len(args) - len(args) % 2]
+    operands, subs = pairs[0::2], pairs[1::2]
+
+    def letters(sublist):
+        return "".join("..." if s is Ellipsis else _SUBLIST_LETTERS[s] for s in sublist)
+
+    subscripts = ",".join(letters(s) for s in subs)
+    if out is not None:
+        subscripts += "->" + letters(out)
+    return subscripts, tuple(operands)
+
+
 def _einsum(subscripts, *operands):
     return np.einsum(subscripts, *operands)
 
@@ -552,20 +579,43 @@ einsum = prim("einsum", _einsum)
 
 
 def _einsum_piece(i):
+    """The cotangent of operand i: g times the other operands, summed over every index
+    not in operand i. A letter repeated in operand i (a diagonal, "ii") gets a fresh letter
+    for each repeat and an identity matrix tying it to the first, so the cotangent sits on
+    the diagonal; it is itself an einsum, so derivatives of any order follow."""
     def rule(g, ans, subscripts, *operands):
-        ins, out = _parse_einsum(subscripts, [shape(o) for o in operands])
-        target = ins[i - 1]
-        if len(set(target)) != len(target):
-            raise TypeError("scg cannot differentiate np.einsum with a repeated index "
-                            f"within one operand ({subscripts!r}); take the diagonal explicitly")
-        others = [(s, o) for j, (s, o) in enumerate(zip(ins, operands)) if j != i - 1]
-        subs = [out] + [s for s, _ in others]
-        args = [g] + [o for _, o in others]
-        if set(target) - set("".join(subs)):  # an index summed in this operand only
-            subs.append(target)
-            args.append(np.ones(shape(operands[i - 1])))
+        shapes = [shape(o) for o in operands]
+        ins, out = _parse_einsum(subscripts, shapes)
+        target, x_shape = ins[i - 1], shapes[i - 1]
+        sizes = {}  # each letter's size, the largest where numpy broadcast a size-1 axis
+        for sub, s in zip(ins, shapes):
+            for c, n in zip(sub, s):
+                sizes[c] = max(sizes.get(c, 1), n)
+        subs = [out] + [s for j, s in enumerate(ins) if j != i - 1]
+        args = [g] + [o for j, o in enumerate(operands) if j != i - 1]
+        present = {}  # the letters the cotangent's einsum already has, and their sizes
+        for sub, s in zip(subs, [shape(g)] + [s for j, s in enumerate(shapes) if j != i - 1]):
+            for c, n in zip(sub, s):
+                present[c] = max(present.get(c, 1), n)
+        fresh = (c for c in _SUBLIST_LETTERS if c not in sizes)
+        result = ""
+        for c in target:
+            if c in result:  # a repeat: a fresh letter, tied to c by an identity matrix
+                d = next(fresh)
+                subs.append(c + d)
+                args.append(np.eye(sizes[c]))
+                present[c] = present[d] = sizes[d] = sizes[c]
+                c = d
+            result += c
+        # Indices summed in this operand only, or along which the others were broadcast
+        # from size 1: the cotangent is constant along them.
+        constant = [c for c in dict.fromkeys(result) if c not in present
+                    or present[c] < sizes[c]]
+        if constant:
+            subs.append("".join(constant))
+            args.append(np.ones([sizes[c] for c in constant]))
         # Size-1 dimensions of this operand may have been broadcast: sum them back.
-        return unbroadcast(einsum(",".join(subs) + "->" + target, *args), shape(operands[i - 1]))
+        return unbroadcast(einsum(",".join(subs) + "->" + result, *args), x_shape)
     return rule
 
 
