@@ -15,12 +15,43 @@ class _Traced:
     """The arguments of one call, with the differentiated leaves boxed at `level`."""
 
     def __init__(self, args, argnums, level):
-        self.single = isinstance(argnums, int)
-        self.argnums = (argnums,) if self.single else tuple(argnums)
         n_args = len(args)
+        if type(argnums) is int:  # the usual case, first: this runs on every gradient call
+            self.single, self.argnums = True, (argnums,)
+        else:
+            accepted = ("argnums must be an int or a tuple of distinct ints (the positions of "
+                        "the arguments to differentiate)")
+
+            def is_int(a):
+                return isinstance(a, (int, np.integer)) and not isinstance(a, bool)
+
+            self.single = is_int(argnums)
+            if self.single:
+                self.argnums = (int(argnums),)
+            elif isinstance(argnums, (tuple, list)):
+                for a in argnums:
+                    if not is_int(a):
+                        raise TypeError(f"argnums={argnums!r} holds {a!r} of type "
+                                        f"{type(a).__name__}; {accepted}")
+                if not argnums:
+                    raise ValueError(f"argnums={argnums!r} selects no argument; {accepted}")
+                self.argnums = tuple(int(a) for a in argnums)
+            else:
+                raise TypeError(f"argnums={argnums!r} is of type {type(argnums).__name__}; "
+                                f"{accepted}")
         for i in self.argnums:
             if not -n_args <= i < n_args:
-                raise TypeError(f"argnums={argnums} but the function got {n_args} arguments")
+                valid = (f"each argnum must be in range({-n_args}, {n_args})" if n_args else
+                         "pass the values to differentiate as positional arguments")
+                raise TypeError(f"argnums={argnums!r} but the function got {n_args} positional "
+                                f"arguments: {valid} (keyword arguments are passed through, "
+                                "not differentiated)")
+        if len(self.argnums) > 1:
+            positions = [i % n_args for i in self.argnums]
+            for k, p in enumerate(positions):
+                if p in positions[:k]:
+                    raise ValueError(f"argnums={argnums!r} names argument {p} twice; argnums "
+                                     "must be an int or a tuple of distinct ints")
         self.args = list(args)
         self.parts = []  # per argnum: (treedef, roots); leaf names are made on demand
         self._roots = []
