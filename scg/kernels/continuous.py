@@ -44,7 +44,7 @@ def _log0(x):
     return np.where(pos, np.log(np.where(pos, x, 1.0)), -np.inf)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _xdivy_scalar(c, x):
     """c / x, 0 when c == 0 and +-inf when x == 0 (no ZeroDivisionError)."""
     if c == 0.0:
@@ -55,7 +55,7 @@ def _xdivy_scalar(c, x):
 
 
 # ---------------------------------------------------------------- Normal(loc, scale)
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _normal(which, x, loc, scale):
     z = (x - loc) / scale
     if which == 0:
@@ -67,7 +67,7 @@ def _normal(which, x, loc, scale):
     return (z * z - 1.0) / scale
 
 
-@njit(sig(3), cache=True)
+@njit(sig(3), cache=True, error_model="numpy")
 def normal_density(which, out, x, loc, scale):
     for i in range(out.shape[0]):
         for j in range(out.shape[1]):
@@ -80,7 +80,7 @@ def normal_density_twin(which, x, loc, scale):
             (z ** 2 - 1.0) / scale][which]
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _loc_scale_path(which, eps, loc, scale):
     if which == 0:
         return loc + scale * eps
@@ -91,7 +91,7 @@ def _loc_scale_path(which, eps, loc, scale):
     return eps
 
 
-@njit(sig(3), cache=True)
+@njit(sig(3), cache=True, error_model="numpy")
 def loc_scale_path(which, out, eps, loc, scale):
     """The path loc + scale * eps of every location-scale family (Normal, Laplace, Gumbel)."""
     for i in range(out.shape[0]):
@@ -104,7 +104,7 @@ def loc_scale_path_twin(which, eps, loc, scale):
             eps + 0.0 * (loc + scale)][which]
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, error_model="numpy")
 def normal_score_and_path(eps, loc, scale, x, score_loc, score_scale):
     """Fused per-draw pass for a Normal with scalar parameters (the benchmark's hot loop).
 
@@ -129,7 +129,7 @@ def normal_score_and_path_twin(eps, loc, scale):
 
 
 # ---------------------------------------------------------------- LogNormal(loc, scale)
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _lognormal(which, x, loc, scale):
     y = math.log(x)
     z = (y - loc) / scale
@@ -142,7 +142,7 @@ def _lognormal(which, x, loc, scale):
     return (z * z - 1.0) / scale
 
 
-@njit(sig(3), cache=True)
+@njit(sig(3), cache=True, error_model="numpy")
 def lognormal_density(which, out, x, loc, scale):
     for i in range(out.shape[0]):
         for j in range(out.shape[1]):
@@ -156,7 +156,7 @@ def lognormal_density_twin(which, x, loc, scale):
             z / scale, (z ** 2 - 1.0) / scale][which]
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _lognormal_path(which, eps, loc, scale):
     x = math.exp(loc + scale * eps)
     if which == 0:
@@ -168,7 +168,7 @@ def _lognormal_path(which, eps, loc, scale):
     return eps * x
 
 
-@njit(sig(3), cache=True)
+@njit(sig(3), cache=True, error_model="numpy")
 def lognormal_path(which, out, eps, loc, scale):
     for i in range(out.shape[0]):
         for j in range(out.shape[1]):
@@ -181,7 +181,7 @@ def lognormal_path_twin(which, eps, loc, scale):
 
 
 # ---------------------------------------------------------------- Laplace(loc, scale)
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _laplace(which, x, loc, scale):
     d = x - loc
     s = 1.0 if d > 0 else (-1.0 if d < 0 else 0.0)
@@ -194,7 +194,7 @@ def _laplace(which, x, loc, scale):
     return (abs(d) / scale - 1.0) / scale
 
 
-@njit(sig(3), cache=True)
+@njit(sig(3), cache=True, error_model="numpy")
 def laplace_density(which, out, x, loc, scale):
     for i in range(out.shape[0]):
         for j in range(out.shape[1]):
@@ -209,7 +209,7 @@ def laplace_density_twin(which, x, loc, scale):
 
 
 # ---------------------------------------------------------------- Gumbel(loc, scale)
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _gumbel(which, x, loc, scale):
     z = (x - loc) / scale
     e = math.exp(-z)
@@ -222,7 +222,7 @@ def _gumbel(which, x, loc, scale):
     return (z * (1.0 - e) - 1.0) / scale
 
 
-@njit(sig(3), cache=True)
+@njit(sig(3), cache=True, error_model="numpy")
 def gumbel_density(which, out, x, loc, scale):
     for i in range(out.shape[0]):
         for j in range(out.shape[1]):
@@ -237,7 +237,7 @@ def gumbel_density_twin(which, x, loc, scale):
 
 
 # ---------------------------------------------------------------- Exponential(rate)
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _exponential(which, x, rate):
     if which == 0:
         return math.log(rate) - rate * x
@@ -246,7 +246,7 @@ def _exponential(which, x, rate):
     return 1.0 / rate - x
 
 
-@njit(sig(2), cache=True)
+@njit(sig(2), cache=True, error_model="numpy")
 def exponential_density(which, out, x, rate):
     for i in range(out.shape[0]):
         for j in range(out.shape[1]):
@@ -257,7 +257,7 @@ def exponential_density_twin(which, x, rate):
     return [np.log(rate) - rate * x, -rate + 0.0 * x, 1.0 / rate - x][which]
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _exponential_path(which, eps, rate):
     if which == 0:
         return eps / rate
@@ -266,7 +266,7 @@ def _exponential_path(which, eps, rate):
     return -eps / (rate * rate)
 
 
-@njit(sig(2), cache=True)
+@njit(sig(2), cache=True, error_model="numpy")
 def exponential_path(which, out, eps, rate):
     for i in range(out.shape[0]):
         for j in range(out.shape[1]):
@@ -278,7 +278,7 @@ def exponential_path_twin(which, eps, rate):
 
 
 # ---------------------------------------------------------------- Gamma(concentration, rate)
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _gamma(which, x, a, rate):
     if which == 0:
         # (a - 1) log x is 0 when a == 1, also at x == 0 (not 0 * -inf)
@@ -291,7 +291,7 @@ def _gamma(which, x, a, rate):
     return a / rate - x
 
 
-@njit(sig(3), cache=True)
+@njit(sig(3), cache=True, error_model="numpy")
 def gamma_density(which, out, x, a, rate):
     for i in range(out.shape[0]):
         for j in range(out.shape[1]):
@@ -309,7 +309,7 @@ def gamma_density_twin(which, x, a, rate):
 
 
 # ---------------------------------------------------------------- Beta(a, b)
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _beta(which, x, a, b):
     if which == 0:
         # (a - 1) log x is 0 when a == 1, also at x == 0 (not 0 * -inf); same for b
@@ -323,7 +323,7 @@ def _beta(which, x, a, b):
     return math.log1p(-x) - digamma_scalar(b) + digamma_scalar(a + b)
 
 
-@njit(sig(3), cache=True)
+@njit(sig(3), cache=True, error_model="numpy")
 def beta_density(which, out, x, a, b):
     for i in range(out.shape[0]):
         for j in range(out.shape[1]):

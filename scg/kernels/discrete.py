@@ -15,14 +15,14 @@ from .primitives import sig
 
 
 # ---------------------------------------------------------------- Poisson(rate)
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _poisson(which, k, rate):
     if which == 0:
         return k * math.log(rate) - rate - math.lgamma(k + 1.0)
     return k / rate - 1.0
 
 
-@njit(sig(2), cache=True)
+@njit(sig(2), cache=True, error_model="numpy")
 def poisson_density(which, out, k, rate):
     for i in range(out.shape[0]):
         for j in range(out.shape[1]):
@@ -36,14 +36,14 @@ def poisson_density_twin(which, k, rate):
 
 
 # ---------------------------------------------------------------- Geometric(probs): failures before a success
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _geometric(which, k, p):
     if which == 0:
         return math.log(p) + (k * math.log1p(-p) if k > 0 else 0.0)
     return 1.0 / p - (k / (1.0 - p) if k > 0 else 0.0)
 
 
-@njit(sig(2), cache=True)
+@njit(sig(2), cache=True, error_model="numpy")
 def geometric_density(which, out, k, p):
     for i in range(out.shape[0]):
         for j in range(out.shape[1]):
@@ -59,7 +59,7 @@ def geometric_density_twin(which, k, p):
 
 
 # ---------------------------------------------------------------- Binomial(total_count, probs)
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _binomial(which, k, n, p):
     if which == 0:
         out = math.lgamma(n + 1.0) - math.lgamma(k + 1.0) - math.lgamma(n - k + 1.0)
@@ -76,7 +76,7 @@ def _binomial(which, k, n, p):
     return d
 
 
-@njit(sig(3), cache=True)
+@njit(sig(3), cache=True, error_model="numpy")
 def binomial_density(which, out, k, n, p):
     for i in range(out.shape[0]):
         for j in range(out.shape[1]):

@@ -28,7 +28,7 @@ _MAXIT = 20000
 
 
 # ---------------------------------------------------------------- Gamma: scalar kernel
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def gamma_dxda_scalar(a, x):
     """d x / d a for a Gamma(a, 1) draw x, at fixed CDF level."""
     if not x > 0.0:
@@ -75,7 +75,7 @@ def gamma_dxda_scalar(a, x):
     return x * ((lx - digamma_scalar(a)) * h + dh)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def gamma_dxda_kernel(which, out, a, x):
     for i in range(out.shape[0]):
         for j in range(out.shape[1]):
@@ -83,7 +83,7 @@ def gamma_dxda_kernel(which, out, a, x):
 
 
 # ---------------------------------------------------------------- Beta: scalar kernel
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _betacf(a, b, x):
     """Continued fraction of I_x(a, b) and its derivatives in a and b (Numerical Recipes)."""
     qab, qap, qam = a + b, a + 1.0, a - 1.0
@@ -133,7 +133,7 @@ def _betacf(a, b, x):
     return h, dha, dhb
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def beta_dx_scalar(which, a, b, x):
     """d x / d a (which=0) or d x / d b (which=1) for a Beta(a, b) draw x at fixed CDF level."""
     if not (x > 0.0 and x < 1.0):
@@ -154,7 +154,7 @@ def beta_dx_scalar(which, a, b, x):
     return -dIa if which == 0 else -dIb
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def beta_dx_kernel(which, out, a, b, x):
     for i in range(out.shape[0]):
         for j in range(out.shape[1]):

@@ -81,7 +81,7 @@ def _on_threads(kernel, doc):
     return run
 
 
-@njit(flat_sig(2), nogil=True, cache=True)
+@njit(flat_sig(2), nogil=True, cache=True, error_model="numpy")
 def _normal_density_flat(which, out, g, x, loc, scale):
     if g.shape[0] == 0:
         for i in range(out.shape[0]):
@@ -91,7 +91,7 @@ def _normal_density_flat(which, out, g, x, loc, scale):
             out[i] = g[i] * _normal(which, x[i], loc, scale)
 
 
-@njit(flat_sig(2), nogil=True, cache=True)
+@njit(flat_sig(2), nogil=True, cache=True, error_model="numpy")
 def _loc_scale_path_flat(which, out, g, eps, loc, scale):
     if g.shape[0] == 0:
         for i in range(out.shape[0]):
@@ -115,7 +115,7 @@ def flat_twin(twin, which, g, first, *params):
     return out if g is None else g * out
 
 
-@njit("int64(Array(float64, 1, 'C', readonly=True))", nogil=True, cache=True)
+@njit("int64(Array(float64, 1, 'C', readonly=True))", nogil=True, cache=True, error_model="numpy")
 def _count_nonfinite(x):
     bad = 0
     for i in range(x.shape[0]):
@@ -142,7 +142,7 @@ def count_nonfinite(x):
 
 
 @njit("void(float64[:, ::1], Array(float64, 2, 'C', readonly=True), float64, "
-      "Array(float64, 1, 'C', readonly=True))", nogil=True, cache=True)
+      "Array(float64, 1, 'C', readonly=True))", nogil=True, cache=True, error_model="numpy")
 def _loo_advantage(out, q, k, t):
     for i in range(q.shape[0]):
         for j in range(q.shape[1]):

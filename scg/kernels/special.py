@@ -23,7 +23,7 @@ _B2K = np.array([1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66, -691 / 2730, 7 / 6])
 
 
 # ---------------------------------------------------------------- scalar kernels
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def digamma_scalar(x):
     """psi(x) = d/dx log Gamma(x); nan at the poles x = 0, -1, -2, ..."""
     if x <= 0.0 and x == math.floor(x):
@@ -41,7 +41,7 @@ def digamma_scalar(x):
     return r + math.log(x) - 0.5 / x + t
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def polygamma_scalar(n, x):
     """The n-th derivative of digamma (n >= 1) for x > 0; nan for x <= 0."""
     if n == 0:
@@ -63,19 +63,19 @@ def polygamma_scalar(n, x):
 
 
 # ---------------------------------------------------------------- array kernels (flat, contiguous)
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def lgamma_kernel(out, x):
     for i in range(x.size):
         out[i] = math.lgamma(x[i])
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def digamma_kernel(out, x):
     for i in range(x.size):
         out[i] = digamma_scalar(x[i])
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def polygamma_kernel(n, out, x):
     for i in range(x.size):
         out[i] = polygamma_scalar(n, x[i])
