@@ -4,7 +4,8 @@ from . import numpy as _numpy_rules  # noqa: F401  (installs numpy dispatch on t
 from . import distributions
 from .core.api import grad, hessian, hvp, jacobian, value_and_grad
 from .distributions import *  # noqa: F401,F403  (every family: scg.Normal, scg.Bernoulli, ...)
-from .errors import BiasWarning, EstimatorError, NoGradientPathError, TracingError
+from .errors import (BiasWarning, EstimatorError, NoGradientPathError, RandomnessWarning,
+                     TracingError)
 from .estimators import Pathwise, Score, baselines
 from .stochastic.expectation import Expectation, GradSamples, expectation, grad_samples, trace
 from .stochastic.sites import blackbox, cost, plate, sample
@@ -17,7 +18,7 @@ __all__ = list(distributions.__all__) + [
     "sigmoid", "softplus", "relu", "logsumexp", "softmax", "log_softmax", "take",
     "sample", "cost", "plate", "blackbox", "expectation", "grad_samples", "trace",
     "Expectation", "GradSamples", "Trace", "Pathwise", "Score", "baselines",
-    "TracingError", "EstimatorError", "NoGradientPathError", "BiasWarning",
+    "TracingError", "EstimatorError", "NoGradientPathError", "BiasWarning", "RandomnessWarning",
 ]
 
 from . import nn, optim  # noqa: E402  (functional layers and optimizers over pytrees)

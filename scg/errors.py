@@ -15,3 +15,7 @@ class NoGradientPathError(ValueError):
 
 class BiasWarning(UserWarning):
     """The requested estimator is biased here; the message says what is missing."""
+
+
+class RandomnessWarning(UserWarning):
+    """A model drew random numbers outside scg.sample: they are shared by all n draws."""

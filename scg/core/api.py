@@ -184,7 +184,7 @@ def _gradient_function(fun, argnums, allow_unused, with_value):
             traced = _Traced(args, argnums, level)
             out = fun(*traced.args, **kwargs)
             value = strip(out, level - 1)
-            out_shape = R.shape(strip(value))
+            out_shape = R.shape(value)  # (logical: inside a model, value may differ per draw)
             if out_shape and math.prod(out_shape) != 1:
                 raise TypeError(f"grad needs a scalar output, got shape {out_shape}; "
                                 "use scg.jacobian for vector outputs")
@@ -233,7 +233,7 @@ def jacobian(fun, argnums=0):
 
 def _jacobian_rows(out, level, traced):
     value = strip(out, level - 1)
-    out_shape = np.shape(strip(value))
+    out_shape = R.shape(value)
     in_shapes = traced.shapes()
     rows = []
     for i in range(int(np.prod(out_shape))):

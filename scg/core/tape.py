@@ -11,16 +11,30 @@ derivatives of any order work.
 """
 
 import itertools
+import threading
 from heapq import heappop, heappush
 
 import numpy as np
 
-_level = [0]
-_node_ids = itertools.count()
+_node_ids = itertools.count()  # (next() on a count is atomic: boxes of all threads share it)
+
+
+class _ThreadState(threading.local):
+    """What the tape keeps per thread: gradients taken in several threads at once each have
+    their own levels. `level` is the innermost open trace level (0: none); `dropped`
+    maps a level to the names of the jumps and cuts its values went through (for the
+    message when no derivative reaches an argument)."""
+
+    def __init__(self):
+        self.level = 0
+        self.dropped = {}
+
+
+THREAD = _ThreadState()
 
 
 class new_level:
-    """Open a fresh trace level, higher than every level currently open.
+    """Open a fresh trace level, higher than every level currently open in this thread.
 
     Use as ``with new_level() as level:``. (A class rather than a generator-based context
     manager: it is entered once per gradient call, and this is several times cheaper.)
@@ -29,12 +43,31 @@ class new_level:
     __slots__ = ()
 
     def __enter__(self):
-        _level[0] += 1
-        return _level[0]
+        state = THREAD
+        level = state.level = state.level + 1
+        if state.dropped:
+            state.dropped.pop(level, None)
+        return level
 
     def __exit__(self, *exc):
-        _level[0] -= 1
+        THREAD.level -= 1
         return False
+
+
+def current_level():
+    """The innermost open trace level of this thread: 0 when no transformation is running."""
+    return THREAD.level
+
+
+def dropped_at(level):
+    """The jumps and cuts (primitive names, in order of first use) that values of `level`
+    went through: where their derivative stopped."""
+    return list(THREAD.dropped.get(level, ()))
+
+
+def _note_dropped(prim, level):
+    names = THREAD.dropped.setdefault(level, {})
+    names[prim.name] = None
 
 
 class Tracer:
@@ -147,13 +180,18 @@ class Box(Tracer):
                     lower = True
             elif isinstance(a, Tracer):
                 lower = True
+            elif type(a) is _ndarray and a.flags.writeable:
+                raw[i] = a.copy()  # captured: the caller may change its array in place later
         if lower:
             ans = prim(*raw, **kwargs)
             rules = prim.vjps
         else:
             ans = prim.fn(*raw, **kwargs)
             rules = prim.plain_vjps or prim.vjps
-        if not parents or prim.kind != "smooth":
+        if prim.kind != "smooth":
+            _note_dropped(prim, level)
+            return ans
+        if not parents:
             return ans
         return _record(prim, raw, kwargs, parents, rules, ans, level)
 
@@ -185,6 +223,7 @@ def new_root(value, level):
     return _record(None, (), None, (), None, value, level)
 
 
+_ndarray = np.ndarray
 _F64 = np.float64
 _SCALARS = (np.float64, float, int)
 _NO_KWARGS = {}  # (shared by the boxes of operators: rules never change their kwargs)
@@ -220,10 +259,13 @@ def box_operator(prim, python_operator=None, reflected=False):
                 a, b, parents = value, other_value, ((0, self), (1, other))
         elif isinstance(other, Tracer):
             return prim(other, self) if reflected else prim(self, other)
-        elif reflected:
-            a, b, parents = other, value, ((1, self),)
         else:
-            a, b, parents = value, other, ((0, self),)
+            if type(other) is _ndarray and other.flags.writeable:
+                other = other.copy()  # captured: the caller may change its array in place
+            if reflected:
+                a, b, parents = other, value, ((1, self),)
+            else:
+                a, b, parents = value, other, ((0, self),)
         if (python_operator is not None and type(a) in _SCALARS and type(b) in _SCALARS
                 and (type(a) is _F64 or type(b) is _F64)):
             ans = python_operator(a, b)

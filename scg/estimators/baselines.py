@@ -8,6 +8,7 @@ the expectation for this site, so a baseline written inline in a model keeps
 its memory across calls.
 """
 
+import copy
 import warnings
 
 import numpy as np
@@ -17,9 +18,14 @@ from ..kernels.parallel import loo_advantage
 
 
 class Baseline:
-    """Interface: `value(q, state)` gives b; `update(q, state)` runs after each call."""
+    """Interface: `value(q, state)` gives b; `update(q, state)` runs after each call.
+
+    `biased`: the baseline knowingly uses each draw's own cost (it warns itself).
+    `stateful`: it learns from past calls in `state` (scg warns when that history is lost).
+    """
 
     biased = False
+    stateful = False
 
     def value(self, q, state):
         raise NotImplementedError
@@ -92,6 +98,8 @@ class MovingAverage(Baseline):
         decay: weight of the past, in [0, 1).
     """
 
+    stateful = True
+
     def __init__(self, decay=0.9):
         if not 0.0 <= decay < 1.0:
             raise ValueError(f"MovingAverage: decay must be in [0, 1), got {decay}")
@@ -132,6 +140,35 @@ class Mean(Baseline):
 
     def describe(self):
         return "the mean of all n draws, including the draw itself (biased)"
+
+
+def warn_if_own_draw_counts(baseline, q, state, site):
+    """Warn (BiasWarning) when the baseline of draw 0 moves with draw 0's own cost.
+
+    A baseline is unbiased only if b_i does not depend on draw i. The check moves q_0 and
+    sees whether draw 0's advantage q_0 - b_0 moves by exactly as much; it runs on copies
+    of the baseline and its state, so a baseline that changes itself when called (a user's
+    `b = 0.9 b + 0.1 mean(q)`) is left as it was.
+    """
+    if baseline.biased or q.shape[0] < 2:
+        return
+    bump = 1.0 + float(np.max(np.abs(q)))
+    moved = np.array(q)
+    moved[0] += bump
+    try:
+        before = np.broadcast_to(copy.deepcopy(baseline).advantage(q, copy.deepcopy(state)),
+                                 q.shape)[0]
+        after = np.broadcast_to(
+            copy.deepcopy(baseline).advantage(moved, copy.deepcopy(state)), q.shape)[0]
+    except Exception:  # (the baseline cannot be copied or probed: the call itself decides)
+        return
+    if not np.allclose(after - before, bump, rtol=1e-6, atol=0.0):
+        warnings.warn(
+            f"site {site!r}: the baseline {baseline!r} uses each draw's own cost (moving the "
+            "cost of draw 0 moves draw 0's baseline), which biases the score-function "
+            "gradient. An unbiased baseline for draw i may use past calls or the other "
+            "draws only: scg.baselines.MovingAverage() (updated after each call) or 'loo'",
+            BiasWarning, stacklevel=4)
 
 
 def as_baseline(spec):

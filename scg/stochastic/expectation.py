@@ -1,12 +1,15 @@
 """Expectations of models: their Monte Carlo value, gradient estimates, per-sample gradients."""
 
+import warnings
+
 import numpy as np
 
 from ..core import pytree
 from ..core.api import _Traced
-from ..core.tape import Box, Tracer, backward, new_level, new_root, strip
+from ..core.tape import Box, backward, current_level, new_level, new_root, strip
 from ..errors import NoGradientPathError
 from ..kernels.parallel import count_nonfinite
+from .memory import check_n
 from .persample import NO_DEPS, PerSample
 from .surrogate import surrogate
 from .trace import run_model
@@ -33,14 +36,17 @@ class Expectation:
     def __init__(self, model, n=1, seed=None):
         if not callable(model):
             raise TypeError(f"model must be callable, got {type(model).__name__}")
-        if not isinstance(n, (int, np.integer)) or n < 1:
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
             raise ValueError(f"n must be a positive int (the number of draws), got {n!r}")
+        check_n(int(n))
         self.model = model
         self.n = int(n)
         self.rng = _generator(seed)
         self._decisions = {}
         self._reasons = {}
         self._baseline_state = {}
+        self._baselines_checked = set()
+        self._calls = [0]  # (a list: the history of stateful baselines keeps a reference)
         self.__name__ = getattr(model, "__name__", "expectation")
         self.__doc__ = getattr(model, "__doc__", None)
         self.last_trace = None
@@ -48,25 +54,59 @@ class Expectation:
     def __call__(self, *args, **kwargs):
         return self._objective(args, kwargs)
 
+    def __getstate__(self):
+        # the last trace holds the tape of the last call: not part of the expectation
+        return {k: v for k, v in self.__dict__.items() if k != "last_trace"}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self.last_trace = None
+
     def _objective(self, args, kwargs, wrap_args=None):
-        traced = wrap_args is not None or any(
-            isinstance(leaf, Tracer) for leaf in pytree.flatten_leaves([args, kwargs])[0])
-        build = (lambda t: surrogate(t, self._baseline_state)) if traced else _plain_mean
+        # Under any transformation the surrogate is built: the differentiated values may
+        # reach the model through its arguments, closures, functools.partial or objects
+        # that scg cannot look into, and the surrogate is right in every case.
+        traced = wrap_args is not None or current_level() > 0
+        if traced:
+            def build(t):
+                return surrogate(t, self._baseline_state, self._baselines_checked)
+        else:
+            build = _plain_mean
         trace, (objective, updates) = run_model(
             self.model, args, kwargs, n=self.n, rng=self.rng, decisions=self._decisions,
             reasons=self._reasons, wrap_args=wrap_args, build=build)
-        for baseline, q, state in updates:
+        self._calls[0] += 1
+        for site, baseline, q, state in updates:
+            if baseline.stateful and not state:
+                _warn_if_history_lost(self, site, baseline)
             baseline.update(q, state)
         self.last_trace = trace
         return objective
 
     def no_path_message(self, name):
-        return (f"no cost of the model depends on {name}: not through a sampling path, a "
-                "score term, nor directly, so its gradient is not defined by this model. "
-                "Likely causes: a scg.stop_gradient (the .detach() of PyTorch) between it and "
-                "the distribution it parameterizes, or a value computed outside scg (a plain "
-                "numpy array made from it) so that scg could not follow it. Pass "
-                "allow_unused=True to get zeros instead")
+        message = (f"no cost of the model depends on {name}: not through a sampling path, "
+                   "a score term, nor directly, so its gradient is not defined by this model")
+        dropped = self.last_trace.dropped if self.last_trace is not None else []
+        jumps = [d for d in dropped if d != "stop_gradient"]
+        if jumps:
+            return message + (
+                f". Values of this gradient went through {', '.join(jumps)}: piecewise "
+                "constant operations (jumps), whose derivative is zero almost everywhere. If "
+                f"{name} reaches the costs only through them, draw the discrete choice with "
+                f"scg.sample from a distribution that {name} parameterizes (for example "
+                "scg.Bernoulli(probs=scg.sigmoid(z)) or scg.Categorical(logits=z)), so that "
+                "the score function carries its gradient, or replace the jump by a smooth "
+                "function (scg.sigmoid for a step). Pass allow_unused=True to get zeros "
+                "instead")
+        if dropped:
+            return message + (
+                f". Values of this gradient went through scg.stop_gradient (the .detach() of "
+                f"PyTorch), which cuts the derivative: remove it between {name} and the "
+                "distribution or cost it should reach. Pass allow_unused=True to get zeros "
+                "instead")
+        return message + (
+            ". Likely causes: the model does not use it, or uses it only as a Python value "
+            "(an int, a shape, a seed). Pass allow_unused=True to get zeros instead")
 
     def check_gradient(self, grads, names, roots):
         """Raise FloatingPointError naming the site or cost behind a non-finite gradient.
@@ -94,6 +134,39 @@ class Expectation:
 
     def __repr__(self):
         return f"Expectation({self.__name__}, n={self.n})"
+
+
+# (model code, site) -> [the call counter of the last expectation whose stateful baseline
+# started there, how many expectations in a row before it were called once]
+_HISTORY = {}
+
+
+def _model_code(model):
+    """What identifies a model across expectations built again: its code (a lambda made
+    anew in a loop has the same code), through functools.partial and bound methods."""
+    while hasattr(model, "func"):  # functools.partial
+        model = model.func
+    model = getattr(model, "__func__", model)
+    return getattr(model, "__code__", type(model))
+
+
+def _warn_if_history_lost(E, site, baseline):
+    """Warn when expectations of one model are built again and called once, in a row: the
+    pattern of an expectation built inside a training loop, whose stateful baseline then
+    never has a history. (Several expectations of a model, each called many times, as in
+    a comparison of estimators, are fine.)"""
+    key = (_model_code(E.model), site)
+    last = _HISTORY.get(key)
+    once_in_a_row = last[1] + 1 if last is not None and last[0][0] == 1 else 0
+    _HISTORY[key] = (E._calls, once_in_a_row)
+    if once_in_a_row >= 2:
+        warnings.warn(
+            f"site {site!r}: the {baseline.describe()} starts without history, although "
+            "this model has run with it in another scg.expectation: the baseline's state "
+            "lives in the expectation object, so an expectation built again in every step "
+            "of a training loop never remembers a past call (its estimator is plain "
+            "REINFORCE). Build the expectation once, before the loop, and call it in the "
+            "loop", UserWarning, stacklevel=4)
 
 
 def _plain_mean(trace):

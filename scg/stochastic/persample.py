@@ -17,6 +17,7 @@ from ..distributions.multivariate_normal import triangular_solve
 from ..errors import TracingError
 from ..numpy import rules as R
 from ..numpy.dispatch import FUNCTIONS, array_function, install_array_methods
+from .runtime import RUNTIME
 
 
 class Deps:
@@ -51,17 +52,21 @@ NO_DEPS = Deps()
 
 
 class PerSample(Tracer):
-    """A value that differs between draws: physical shape (n, *shape)."""
+    """A value that differs between draws: physical shape (n, *shape).
 
-    __slots__ = ("value", "shape", "deps", "node")
+    `plates` are the plates open where it was computed: a value returned from inside a
+    plate is a cost of that plate."""
+
+    __slots__ = ("value", "shape", "deps", "node", "plates")
     __array_priority__ = 200.0
 
-    def __init__(self, value, level, deps=NO_DEPS, node=None):
+    def __init__(self, value, level, deps=NO_DEPS, node=None, plates=()):
         self.value = value
         self.level = level
         self.shape = R.shape(strip(value))[1:]
         self.deps = deps
         self.node = node  # graph node id when the run records operations
+        self.plates = plates
 
     @property
     def n(self):
@@ -107,15 +112,13 @@ class PerSample(Tracer):
         inputs = [a for a in args if _is_ps(a, level)]
         deps = Deps.merge([a.deps for a in inputs]).through(prim.kind)
         result = PerSample(out, level, deps)
-        if _RECORDER[0] is not None:
-            _RECORDER[0](prim, inputs, args, result)
+        on_op = RUNTIME.on_op
+        if on_op is not None:
+            on_op(prim, inputs, args, result)
         return result
 
 
 install_array_methods(PerSample)
-
-# A run that records the graph of operations sets this to a callback.
-_RECORDER = [None]
 
 
 def _is_ps(a, level):

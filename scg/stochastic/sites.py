@@ -1,7 +1,7 @@
 """What a model calls: scg.sample, scg.cost, scg.plate and scg.blackbox.
 
-Each call records a site in the `Trace` of the model run in progress (the top
-of `_RUNS`); outside a model they raise a clear error.
+Each call records a site in the `Trace` of the model run in progress (the innermost
+of this thread's `RUNTIME.runs`); outside a model they raise a clear error.
 """
 
 import functools
@@ -17,16 +17,18 @@ from ..errors import BiasWarning, EstimatorError, TracingError
 from ..estimators import Pathwise, Score, as_estimator
 from ..estimators.baselines import LeaveOneOut
 from ..kernels.parallel import count_nonfinite
-from .persample import NO_DEPS, Deps, PerSample, _RECORDER, lift
-
-_RUNS = []
+from ..numpy import rules as R
+from .memory import check_fits
+from .persample import NO_DEPS, Deps, PerSample, lift
+from .runtime import RUNTIME
 
 
 def current_run(what):
-    if not _RUNS:
+    runs = RUNTIME.runs
+    if not runs:
         raise TracingError(f"{what} was called outside a model; call the model through "
                            "scg.expectation(model, n=...) or scg.trace(model, ...)")
-    return _RUNS[-1]
+    return runs[-1]
 
 
 @dataclass(frozen=True)
@@ -74,8 +76,9 @@ class Site:
             if bad:
                 raise FloatingPointError(
                     f"site {self.name!r}: log_prob is not finite for {bad} of "
-                    f"{np.size(strip(self._log_prob))} "
-                    f"entries (a draw outside the support of {self.dist!r}?)")
+                    f"{np.size(strip(self._log_prob))} entries of {self.dist!r}: a "
+                    "degenerate parameter (a scale or rate of 0, or one that overflows), "
+                    "or a draw outside the support")
         return self._log_prob
 
 
@@ -87,6 +90,13 @@ class Cost:
     value: object
     plates: tuple
     deps: Deps
+
+    def plate_split(self):
+        """(plates the cost has element by element, plates whose elements it mixes): a
+        cost computed inside a plate but summed over its elements is outside that plate."""
+        shape = self.value.shape if isinstance(self.value, PerSample) else R.shape(self.value)
+        kept = tuple(p for p in self.plates if len(shape) >= -p.dim and shape[p.dim] == p.size)
+        return kept, tuple(p for p in self.plates if p not in kept)
 
 
 # ---------------------------------------------------------------------- sample
@@ -110,7 +120,8 @@ def sample(name, dist, *, estimator="auto"):
     if not isinstance(dist, Distribution):
         raise TypeError(f"site {name!r}: expected a scg distribution, got {type(dist).__name__}")
     run.check_new_name(name)
-    dist = _apply_plates(dist, name, run.plates)
+    dist = _captured(_apply_plates(dist, name, run.plates))
+    check_fits(run, dist.batch_shape + dist.event_shape, f"site {name!r}")
     spec = as_estimator(estimator)
     kind, est, reason = _choose(run, name, dist, spec)
     level = run.level
@@ -133,10 +144,10 @@ def sample(name, dist, *, estimator="auto"):
         deps = Deps(d.up | {name}, d.smooth | {name}, d.rough)
     else:  # a score site's value depends on its parents only through its score
         deps = Deps(param_deps.up | {name}, frozenset({name}), frozenset())
-    out = PerSample(value, level, deps)
-    site = Site(name, dist, out, kind, est, reason, tuple(run.plates), param_deps)
+    out = PerSample(value, level, deps, plates=run.plates)
+    site = Site(name, dist, out, kind, est, reason, run.plates, param_deps)
     if kind == "score":
-        _warn_moving_support(site)
+        _warn_moving_support(site, run)
     run.add_site(site)
     return out
 
@@ -169,12 +180,12 @@ def _choose(run, name, dist, spec):
                                     "from the draw to a cost is differentiable")
 
 
-def _warn_moving_support(site):
+def _warn_moving_support(site, run):
     names = site.dist.moving_support
     if not names:
         return
     dist = family_of(site.dist)
-    moving = [p for p in names if _carries_gradient(dist.params.get(p))]
+    moving = [p for p in names if _carries_gradient(dist.params.get(p), run)]
     if moving:
         warnings.warn(
             f"site {site.name!r}: the score-function estimator is biased here: the support of "
@@ -183,9 +194,12 @@ def _warn_moving_support(site):
             BiasWarning, stacklevel=3)
 
 
-def _carries_gradient(v):
+def _carries_gradient(v, run):
+    """Can a derivative reach v: is it differentiated, or smooth in a pathwise draw? (A
+    score site's draw is smooth in itself, but carries no derivative.)"""
     if isinstance(v, PerSample):
-        return isinstance(v.value, Box) or bool(v.deps.smooth)
+        return isinstance(v.value, Box) or any(
+            run.sites[s].kind == "pathwise" for s in v.deps.smooth if s in run.sites)
     return isinstance(v, Box)
 
 
@@ -201,6 +215,17 @@ def _apply_plates(dist, name, plates):
                              f"{target[p.dim]} at dim {p.dim}, but plate {p.name!r} there has "
                              f"size {p.size}")
     return dist if tuple(target) == dist.batch_shape else dist.expand(tuple(target))
+
+
+def _captured(dist):
+    """dist with its plain, writeable array parameters copied: the log-probability of a
+    score site is computed after the model has run, and the model may have changed
+    those arrays in place by then."""
+    params = family_of(dist).params
+    if not any(type(v) is np.ndarray and v.flags.writeable for v in params.values()):
+        return dist
+    return dist._rebuild({k: v.copy() if type(v) is np.ndarray and v.flags.writeable else v
+                          for k, v in params.items()})
 
 
 def _plain(dist):
@@ -245,8 +270,14 @@ def cost(name, value):
     if bad:
         raise FloatingPointError(f"cost {name!r} is not finite for {bad} of "
                                  f"{np.size(strip(value))} entries")
-    deps = value.deps if isinstance(value, PerSample) and value.level == run.level else NO_DEPS
-    run.add_cost(Cost(name, value, tuple(run.plates), deps))
+    plates, deps = run.plates, NO_DEPS
+    if isinstance(value, PerSample) and value.level == run.level:
+        deps = value.deps
+        # a value computed inside a plate is a cost of that plate, wherever it is given
+        plates = plates + tuple(p for p in value.plates if p not in plates)
+    elif type(value) is np.ndarray and value.flags.writeable:
+        value = value.copy()  # captured: the model may change its buffer after this call
+    run.add_cost(Cost(name, value, plates, deps))
 
 
 # ---------------------------------------------------------------------- plate
@@ -262,18 +293,23 @@ def plate(name, size, dim=-1):
         ...     z = scg.sample("z", scg.Bernoulli(logits=enc).to_event(1))
     """
     run = current_run(f"scg.plate({name!r}, ...)")
-    if not isinstance(dim, int) or dim >= 0:
-        raise ValueError(f"plate {name!r}: dim must be a negative int, got {dim!r}")
+    if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
+        raise ValueError(f"plate {name!r}: size must be a positive int (the number of "
+                         f"elements along dim {dim}), got {size!r}")
+    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or dim >= 0:
+        raise ValueError(f"plate {name!r}: dim must be a negative int (counted from the "
+                         f"right, as in Pyro), got {dim!r}")
     for p in run.plates:
         if p.dim == dim:
             raise ValueError(f"plate {name!r}: dim {dim} is already used by the enclosing "
                              f"plate {p.name!r}; pass dim={min(q.dim for q in run.plates) - 1}")
-    frame = Plate(name, int(size), dim)
-    run.plates.append(frame)
+    frame = Plate(name, int(size), int(dim))
+    outer = run.plates
+    run.enter_plates(outer + (frame,))
     try:
         yield frame
     finally:
-        run.plates.pop()
+        run.enter_plates(outer)
 
 
 # ---------------------------------------------------------------------- blackbox
@@ -289,7 +325,8 @@ def blackbox(fn):
     """
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        level = _RUNS[-1].level if _RUNS else None
+        runs = RUNTIME.runs
+        level = runs[-1].level if runs else None
 
         def per_draw(a):
             return isinstance(a, PerSample) and a.level == level and bool(a.deps.up)
@@ -302,8 +339,9 @@ def blackbox(fn):
             return strip(a)
 
         inputs = [a for a in list(args) + list(kwargs.values()) if per_draw(a)]
-        out = np.asarray(fn(*[plain(a) for a in args],
-                            **{k: plain(v) for k, v in kwargs.items()}), dtype=float)
+        # (a copy: fn may return a buffer of its own that it changes on the next call)
+        out = np.array(fn(*[plain(a) for a in args],
+                          **{k: plain(v) for k, v in kwargs.items()}), dtype=float)
         if not inputs:
             return out
         n = inputs[0].n
@@ -311,8 +349,8 @@ def blackbox(fn):
             raise ValueError(f"blackbox {getattr(fn, '__name__', fn)!r} must return an array "
                              f"with a leading axis of length n = {n}, got shape {out.shape}")
         result = PerSample(out, level, Deps.merge([a.deps for a in inputs]).through("jump"))
-        if _RECORDER[0] is not None:
-            _RECORDER[0](wrapper, inputs, args, result)
+        if RUNTIME.on_op is not None:
+            RUNTIME.on_op(wrapper, inputs, args, result)
         return result
 
     wrapper.scg_blackbox = True
@@ -321,10 +359,10 @@ def blackbox(fn):
 
 @contextmanager
 def _no_recording():
-    saved = _RECORDER[0]
-    _RECORDER[0] = None
+    saved = RUNTIME.on_op
+    RUNTIME.on_op = None
     try:
         yield
     finally:
-        _RECORDER[0] = saved
+        RUNTIME.on_op = saved
 

@@ -17,6 +17,7 @@ b of a site meets only the costs of element b.
 import numpy as np
 
 from ..core.tape import Box, Primitive, defvjp, strip
+from ..estimators.baselines import warn_if_own_draw_counts
 from ..numpy import rules as R
 from .persample import PerSample
 
@@ -26,9 +27,10 @@ def magic_box(tau):
     return R.exp(R.subtract(tau, R.stop_gradient(tau)))
 
 
-def surrogate(trace, baseline_state):
+def surrogate(trace, baseline_state, checked):
     """The surrogate objective (a scalar, traced where the parameters are) and the
-    baseline updates to apply after the call: a list of (baseline, q, state)."""
+    baseline updates to apply after the call: a list of (site name, baseline, q, state).
+    `checked` holds the sites whose baseline was checked not to use its own draw's cost."""
     plates = [p for s in trace.sites.values() for p in s.plates] + \
         [p for c in trace.cost_sites.values() for p in c.plates]
     grid = _Grid(trace.n, plates)
@@ -52,7 +54,10 @@ def surrogate(trace, baseline_state):
         state = baseline_state.setdefault(w.name, {})
         weights[w.name] = (w.baseline.advantage(q, state) if first_order
                            else w.baseline.value(q, state))
-        updates.append((w.baseline, q, state))
+        if w.name not in checked:
+            checked.add(w.name)
+            warn_if_own_draw_counts(w.baseline, q, state, w.name)
+        updates.append((w.name, w.baseline, q, state))
     if first_order:
         objective = _first_order(trace, grid, costs, log_probs, weights)
     else:
@@ -171,8 +176,7 @@ class _Grid:
         else:
             shape = R.shape(c.value)
             phys = R.reshape(c.value, (1,) + shape)
-        plates = tuple(p for p in c.plates if len(shape) >= -p.dim and shape[p.dim] == p.size)
-        return self.layout(phys, shape, c.plates, f"cost {c.name!r}"), plates
+        return self.layout(phys, shape, c.plates, f"cost {c.name!r}"), c.plate_split()[0]
 
     def onto(self, x, from_plates, to_plates):
         """Sum a grid array over the plates that the target does not have."""
