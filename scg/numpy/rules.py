@@ -10,6 +10,7 @@ import math
 import numpy as np
 
 from ..core.tape import Box, Primitive, Tracer, defvjp, strip
+from ..errors import TracingError
 
 
 EW = "elementwise"
@@ -396,10 +397,25 @@ def _fill(template, arrays):
 
 
 def _as_index(a):
-    """Draws of discrete distributions are floats holding integers: index with them."""
+    """Draws of discrete distributions are floats holding integers: index with them.
+    A float with a fractional part is refused (TracingError), never truncated."""
     if isinstance(a, np.ndarray) and a.dtype.kind == "f":
-        return a.astype(np.intp)
+        with np.errstate(invalid="ignore"):  # (nan and inf are refused below)
+            k = a.astype(np.intp)
+        if not np.array_equal(k, a):
+            raise _float_index_error(a[k != a].flat[0])
+        return k
     return a
+
+
+def _float_index_error(value):
+    return TracingError(
+        f"scg.take (also x[k] and np.take_along_axis) got a float index with a fractional "
+        f"part ({float(value)!r}); numpy refuses float indices, and truncating it to an integer "
+        "would be a jump with zero derivative that scg cannot see, so the gradient would "
+        "silently miss the jump. Convert it explicitly with np.floor(k) or np.round(k) (a "
+        "jump scg knows about: it estimates across it), or index with an integer draw "
+        "(scg.sample(name, scg.Categorical(...))).")
 
 
 def index(x, idx):
@@ -407,6 +423,10 @@ def index(x, idx):
     `gather`, so that the tracers that carry them see the call."""
     idx = tuple(_unbox(i) for i in idx) if isinstance(idx, tuple) else (_unbox(idx),)
     if not any(isinstance(i, Tracer) for i in idx):
+        for i in idx:  # a float with a fractional part: say why it is refused and what works
+            if isinstance(i, (float, np.floating)) or (type(i) is np.ndarray
+                                                       and i.dtype.kind == "f"):
+                _as_index(np.asarray(i))
         return getitem(x, idx)
     template = tuple(SLOT if isinstance(i, Tracer) else i for i in idx)
     return gather(x, template, *[i for i in idx if isinstance(i, Tracer)])
