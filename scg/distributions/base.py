@@ -126,6 +126,12 @@ class Distribution:
         shapes = f"batch_shape={self.batch_shape}, event_shape={self.event_shape}"
         return f"{type(self).__name__}({shapes})"
 
+    def __getstate__(self):
+        """What pickle and copy keep: everything but the log_prob cache of a model run."""
+        state = self.__dict__.copy()
+        state.pop("_last_log_prob", None)
+        return state
+
 
 def _reuse_last(log_prob):
     """log_prob that gives its last result again for the same per-draw value: a model that
@@ -175,12 +181,22 @@ class Independent(Distribution):
                              f"{len(base.batch_shape)} batch dimensions")
         self.base = base
         self.k = k
-        self.has_rsample = base.has_rsample
-        self.support = base.support
-        self.arg_constraints = base.arg_constraints
         cut = len(base.batch_shape) - k
         super().__init__(base.params, base.batch_shape[:cut],
                          base.batch_shape[cut:] + base.event_shape, validate_args=False)
+
+    # the base's own, not copies: an Independent pickles as its base and k
+    @property
+    def has_rsample(self):
+        return self.base.has_rsample
+
+    @property
+    def support(self):
+        return self.base.support
+
+    @property
+    def arg_constraints(self):
+        return self.base.arg_constraints
 
     def _rebuild(self, params):
         return Independent(self.base._rebuild(params), self.k)

@@ -7,8 +7,14 @@ from . import constraints
 from ._util import full, is_count, mask_outside, plain
 from .base import Distribution
 
-categorical_support = constraints.Constraint(
-    "an integer in [0, K)", lambda x: (x >= 0) & (x == np.floor(x)), discrete=True)
+
+def _category_index(x):
+    return (x >= 0) & (x == np.floor(x))
+
+
+categorical_support = constraints.Constraint("an integer in [0, K)", _category_index,
+                                             discrete=True)
+constraints.pickle_by_name(globals())
 
 
 class Categorical(Distribution):

@@ -1,4 +1,11 @@
-"""Constraints on parameters and supports: singletons with a check and a description."""
+"""Constraints on parameters and supports: singletons with a check and a description.
+
+Checks are module-level functions, not lambdas, so that a constraint (and a distribution
+that holds one, such as `to_event`'s Independent) can be pickled; the module-level
+constraints pickle as references to themselves (see `pickle_by_name`).
+"""
+
+import importlib
 
 import numpy as np
 
@@ -25,6 +32,24 @@ class Constraint:
     def __repr__(self):
         return self.text
 
+    def __reduce_ex__(self, protocol):
+        where = self.__dict__.get("_where")
+        if where is not None:  # a module-level constraint: unpickled as that same object
+            return (_named_constraint, where)
+        return super().__reduce_ex__(protocol)
+
+
+def _named_constraint(module, name):
+    return getattr(importlib.import_module(module), name)
+
+
+def pickle_by_name(namespace):
+    """Make the constraints defined at the top level of a module (pass its `globals()`)
+    pickle as references to themselves: unpickled, `support is constraints.real` holds."""
+    for name, value in list(namespace.items()):
+        if isinstance(value, Constraint) and "_where" not in value.__dict__:
+            value._where = (namespace["__name__"], name)
+
 
 class _Interval(Constraint):
     """An interval whose bounds are parameters of the distribution (a moving support)."""
@@ -39,29 +64,62 @@ def interval(low_param, high_param):
     return _Interval(low_param, high_param)
 
 
-real = Constraint("real", lambda x: np.isfinite(x))
-real_vector = Constraint("real vector", lambda x: np.isfinite(x), event_dim=1)
-positive = Constraint("positive", lambda x: (x > 0) & np.isfinite(x))
-nonnegative = Constraint("nonnegative", lambda x: (x >= 0) & np.isfinite(x))
-unit_interval = Constraint("in [0, 1]", lambda x: (x >= 0) & (x <= 1))
-open_unit_interval = Constraint("in (0, 1)", lambda x: (x > 0) & (x < 1))
-half_open_unit_interval = Constraint("in (0, 1]", lambda x: (x > 0) & (x <= 1))
-boolean = Constraint("0 or 1", lambda x: (x == 0) | (x == 1), discrete=True)
-nonnegative_integer = Constraint("a nonnegative integer",
-                                 lambda x: (x >= 0) & (x == np.floor(x)) & np.isfinite(x),
-                                 discrete=True)
-positive_integer = Constraint("a positive integer",
-                              lambda x: (x >= 1) & (x == np.floor(x)) & np.isfinite(x),
-                              discrete=True)
+def _finite(x):
+    return np.isfinite(x)
+
+
+def _positive(x):
+    return (x > 0) & np.isfinite(x)
+
+
+def _nonnegative(x):
+    return (x >= 0) & np.isfinite(x)
+
+
+def _unit_interval(x):
+    return (x >= 0) & (x <= 1)
+
+
+def _open_unit_interval(x):
+    return (x > 0) & (x < 1)
+
+
+def _half_open_unit_interval(x):
+    return (x > 0) & (x <= 1)
+
+
+def _zero_or_one(x):
+    return (x == 0) | (x == 1)
+
+
+def _nonnegative_integer(x):
+    return (x >= 0) & (x == np.floor(x)) & np.isfinite(x)
+
+
+def _positive_integer(x):
+    return (x >= 1) & (x == np.floor(x)) & np.isfinite(x)
+
+
+real = Constraint("real", _finite)
+real_vector = Constraint("real vector", _finite, event_dim=1)
+positive = Constraint("positive", _positive)
+positive_vector = Constraint("positive (every entry of the vector)", _positive, event_dim=1)
+nonnegative = Constraint("nonnegative", _nonnegative)
+unit_interval = Constraint("in [0, 1]", _unit_interval)
+open_unit_interval = Constraint("in (0, 1)", _open_unit_interval)
+half_open_unit_interval = Constraint("in (0, 1]", _half_open_unit_interval)
+boolean = Constraint("0 or 1", _zero_or_one, discrete=True)
+nonnegative_integer = Constraint("a nonnegative integer", _nonnegative_integer, discrete=True)
+positive_integer = Constraint("a positive integer", _positive_integer, discrete=True)
 
 
 def _simplex(x):
     with np.errstate(invalid="ignore", over="ignore"):  # inf - inf, 1e308 + 1e308: not one
-        return np.all(x >= 0, axis=-1) & (np.abs(np.sum(x, axis=-1) - 1) < 1e-6)
+        ok = np.all(x >= 0, axis=-1) & (np.abs(np.sum(x, axis=-1) - 1) < 1e-6)
+    return np.broadcast_to(ok[..., None], x.shape)
 
 
-simplex = Constraint("a probability vector (entries >= 0 summing to 1)",
-                     lambda x: np.broadcast_to(_simplex(x)[..., None], x.shape), event_dim=1)
+simplex = Constraint("a probability vector (entries >= 0 summing to 1)", _simplex, event_dim=1)
 
 
 def _lower_cholesky(x):
@@ -80,3 +138,6 @@ def integer_interval(upper_param):
     c = Constraint(f"an integer in [0, {upper_param}]", None, discrete=True)
     c.upper_name = upper_param
     return c
+
+
+pickle_by_name(globals())

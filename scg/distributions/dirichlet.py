@@ -22,8 +22,7 @@ class Dirichlet(Distribution):
         >>> scg.Dirichlet(np.ones(3)).mean   # [1/3, 1/3, 1/3]
     """
 
-    arg_constraints = {"concentration": constraints.Constraint(
-        "positive (every entry of the vector)", lambda x: (x > 0) & np.isfinite(x), event_dim=1)}
+    arg_constraints = {"concentration": constraints.positive_vector}
     support = constraints.simplex
     has_rsample = True
 
