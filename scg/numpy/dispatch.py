@@ -5,9 +5,11 @@ tracer class gets the numpy protocol and Python operators from
 `install_array_methods`. A numpy function with no entry raises TypeError.
 """
 
+import operator
+
 import numpy as np
 
-from ..core.tape import strip
+from ..core.tape import Tracer, strip
 from ..errors import TracingError
 from . import rules as R
 
@@ -177,19 +179,29 @@ for _fn in (np.all, np.any, np.isclose, np.allclose,
     FUNCTIONS[_fn] = _inspect(_fn)
 
 
-def _no_rule(name):
+def _no_rule(name, value=None):
+    """The TypeError for a numpy function without a rule, called on `value`."""
+    if _per_draw(value):
+        return TypeError(
+            f"scg has no rule for numpy function '{name}' and will not guess one; here it was "
+            "given a value that differs between draws. Wrap the code in scg.blackbox(fn): fn "
+            "receives the values of all draws as arrays with a leading axis of length n, and "
+            "its output has no derivative (sites upstream are then estimated by the score "
+            "function). Or write it with supported functions (docs/autodiff.md, 'Supported "
+            "numpy').")
     return TypeError(
         f"scg has no gradient rule for numpy function '{name}' and will not guess one; "
-        "use a supported function (see API.md section 1), wrap the code in "
-        "scg.blackbox, or apply scg.stop_gradient to its input")
+        "use a supported function (docs/autodiff.md, 'Supported numpy'), wrap the code in "
+        "scg.blackbox(fn) (its output has no derivative), or apply scg.stop_gradient to its "
+        "input to drop the derivative deliberately")
 
 
 def array_ufunc(self, ufunc, method, *inputs, **kwargs):
     if method != "__call__":
-        raise _no_rule(f"np.{ufunc.__name__}.{method}")
+        raise _no_rule(f"np.{ufunc.__name__}.{method}", self)
     impl = UFUNCS.get(ufunc)
     if impl is None:
-        raise _no_rule(f"np.{ufunc.__name__}")
+        raise _no_rule(f"np.{ufunc.__name__}", self)
     if kwargs:
         _reject(ufunc.__name__, **kwargs)
     return impl(*inputs)
@@ -198,7 +210,7 @@ def array_ufunc(self, ufunc, method, *inputs, **kwargs):
 def array_function(self, func, types, args, kwargs):
     impl = FUNCTIONS.get(func)
     if impl is None:
-        raise _no_rule(f"np.{func.__name__}")
+        raise _no_rule(f"np.{func.__name__}", self)
     return impl(*args, **kwargs)
 
 
@@ -223,7 +235,8 @@ def install_array_methods(cls):
         "__len__": lambda a: a.shape[0] if a.shape else _unsized(),
         "__iter__": lambda a: (a[i] for i in range(len(a))),
         "__bool__": lambda a: bool(strip(a)),
-        "__float__": _no_conversion, "__int__": _no_conversion, "__index__": _no_conversion,
+        "__float__": _conversion(float), "__int__": _conversion(int),
+        "__index__": _conversion(operator.index),
         "__array__": _no_array,
         "T": property(lambda a: R.transpose(a)),
         "ndim": property(lambda a: len(a.shape)),
@@ -256,14 +269,62 @@ def _unsized():
     raise TypeError("len() of a 0-d traced value")
 
 
-def _no_conversion(self):
-    raise TracingError(
-        "converting a traced value to a Python number would drop its derivative; "
-        "use scg.stop_gradient(x) first if that is what you want")
+def _per_draw(x):
+    """Is x a tracer holding a value that differs between the draws of a model?"""
+    while isinstance(x, Tracer):
+        deps = getattr(x, "deps", None)  # (per-sample values have deps; boxes do not)
+        if deps is not None and deps.up:
+            return True
+        x = x.value
+    return False
+
+
+_PER_DRAW_NUMBER = (
+    "a value that differs between draws cannot become one Python number (int(), float(), "
+    "a Python index or range()): inside a model scg evaluates all n draws at once, and each "
+    "draw has its own value. What works: to index a table with it, scg.take(table, k, "
+    "axis=0); for a branch, np.where(condition, a, b); for code that needs plain numbers "
+    "(a simulator, a Python loop), wrap it in scg.blackbox(fn), which receives the values "
+    "of all draws as an array with a leading axis of length n")
+
+_DERIVATIVE_NUMBER = (
+    "converting a value being differentiated to a Python number (int(), float(), a Python "
+    "index) would drop its derivative; use scg.stop_gradient(x) first if that is what you "
+    "want, or keep computing with numpy functions on x to keep the derivative")
+
+
+def _conversion(convert):
+    """__float__, __int__ or __index__ of a tracer: refused with the reason that applies."""
+    def method(self):
+        if _per_draw(self):
+            raise TracingError(_PER_DRAW_NUMBER)
+        value = self.value
+        if getattr(self, "deps", None) is not None and not isinstance(value, Tracer):
+            # a per-sample value that depends on no draw and carries no derivative (a
+            # parameter copied once per draw by scg.grad_samples, after scg.stop_gradient):
+            # the same in every row, as __bool__ assumes
+            return convert(np.asarray(value)[0])
+        raise TracingError(_DERIVATIVE_NUMBER)
+    method.__name__ = f"__{getattr(convert, '__name__', 'index')}__"
+    return method
 
 
 def _no_array(self, dtype=None, copy=None):
+    if _per_draw(self):
+        raise TracingError(
+            "a value that differs between draws cannot become a plain numpy array (np.asarray, "
+            "np.array, a numpy random generator, or a function outside scg's rules). If you "
+            "are drawing random numbers from it (rng.normal(x, 1.0)), write "
+            "scg.sample(\"name\", scg.Normal(x, 1.0)): each draw then gets its own value and "
+            "the derivative flows. If it indexes a plain array, write scg.take(table, k, "
+            "axis=0); for code outside scg's rules, wrap it in scg.blackbox(fn); otherwise "
+            "apply numpy functions to it directly")
     raise TracingError(
-        "a traced value cannot become a plain numpy array (np.asarray, np.array, or a "
-        "function outside scg's rules); use numpy functions on it directly, or "
-        "scg.stop_gradient(x) to take its value without derivative")
+        "a value being differentiated cannot become a plain numpy array (np.asarray, np.array, "
+        "a numpy random generator, or a function outside scg's rules). If you are drawing "
+        "random numbers from it (rng.normal(mu, 1.0)), write scg.sample(\"name\", "
+        "scg.Normal(mu, 1.0)) inside a model evaluated with scg.expectation: the derivative "
+        "then flows through the draw. If it goes into a numpy function without a gradient "
+        "rule, wrap that code in scg.blackbox(fn) (its output has no derivative), or use "
+        "numpy functions on it directly. To drop the derivative deliberately, use "
+        "scg.stop_gradient(x)")
