@@ -13,6 +13,7 @@ import functools
 import numpy as np
 
 from ..core.tape import Box, Tracer, strip
+from ..errors import TracingError
 from ..numpy import rules as R
 
 _VALIDATE = [True]
@@ -82,7 +83,18 @@ class Distribution:
 
     # ------------------------------------------------------------ sampling
     def sample(self, rng, shape=()):
-        """Draw plain numpy samples of shape `shape + batch_shape + event_shape`."""
+        """Draw plain numpy samples of shape `shape + batch_shape + event_shape`.
+
+        For numpy use outside models: the draw has no derivative. Inside a model, draw with
+        `scg.sample("name", dist)`. A parameter that scg is differentiating, or that
+        differs between the draws of a model, raises `scg.TracingError`.
+
+        Example:
+            >>> scg.Normal(0.0, 1.0).sample(np.random.default_rng(0), (3,))
+        """
+        if any(isinstance(v, Tracer) for v in self._params.values()):
+            return self._rebuild({k: _plain_parameter(self, k, v) if isinstance(v, Tracer)
+                                  else v for k, v in self._params.items()}).sample(rng, shape)
         shape = (shape,) if isinstance(shape, int) else tuple(shape)
         if self.has_rsample:
             return np.asarray(strip(self.path(self.noise(rng, shape))))
@@ -131,6 +143,39 @@ class Distribution:
         state = self.__dict__.copy()
         state.pop("_last_log_prob", None)
         return state
+
+
+def _plain_parameter(dist, name, value):
+    """The plain value of a traced parameter for `Distribution.sample`, or TracingError.
+
+    Only a parameter copied once per draw (scg.grad_samples) and passed through
+    scg.stop_gradient is accepted: it depends on no draw and has no derivative, so its
+    rows are the same and the first is the value (as under scg.grad, where it is plain).
+    """
+    inner = getattr(value, "value", None)
+    draws = sorted(getattr(getattr(value, "deps", None), "up", None) or ())
+    if type(value) is not Box and not draws and inner is not None and \
+            not isinstance(inner, Tracer):
+        return np.asarray(inner)[0]
+    while isinstance(getattr(dist, "base", None), Distribution):  # (to_event)
+        dist = dist.base
+    family = type(dist).__name__
+    site = f"scg.sample(\"name\", {family}(...))"
+    if draws:
+        raise TracingError(
+            f"{family}.sample(rng): parameter {name!r} differs between the draws of the "
+            f"model (it depends on site(s) {', '.join(map(repr, draws))}), which a plain "
+            "draw cannot follow: it would take the n draws' values for one batch, and it "
+            f"has no derivative. Draw with {site} instead: each of the n draws gets its own "
+            "value, and the gradient flows through the site (scg.stop_gradient would not "
+            "help: the value would still differ between draws)")
+    raise TracingError(
+        f"{family}.sample(rng): parameter {name!r} is a traced value that scg is "
+        "differentiating, but a plain draw has no derivative, and inside a model it is one "
+        "draw shared by all n draws of the expectation, so the estimate would be wrong. "
+        f"Inside a model, draw with {site} instead: each of the n draws gets its own value "
+        "and the gradient flows through the site. Only if one constant draw is really "
+        "intended, pass the parameters through scg.stop_gradient first")
 
 
 def _reuse_last(log_prob):
