@@ -44,8 +44,18 @@ def exact(baseline, mu=2.0, sigma=1.0):
     return {k: (float(w @ v), float(w @ v ** 2 - (w @ v) ** 2)) for k, v in est.items()}
 
 
+def _check(n):
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 2:
+        raise ValueError(f"the demo needs n, the number of draws per estimator, as an integer "
+                         f">= 2 (a per-sample variance needs at least 2 draws); got {n!r}")
+
+
 def study(n=400_000, seed=0):
-    """Rows of (label, parameter, mean, stderr, variance, exact mean, exact variance)."""
+    """Rows of (label, parameter, mean, stderr, variance, exact mean, exact variance).
+
+    `n` (an integer >= 2) draws per estimator; `seed` as in scg.expectation.
+    """
+    _check(n)
     rows = []
     for label, estimator, baseline in ESTIMATORS:
         gs = grad_samples(expectation(model_with(estimator), n=n, seed=seed))(THETA)
@@ -57,6 +67,13 @@ def study(n=400_000, seed=0):
 
 
 def main(n=400_000, seed=0):
+    """Print the study's table for `n` draws per estimator (an integer >= 2), then scg's
+    explanation of the pathwise estimate. This is `python -m scg demo [--n N] [--seed S]`.
+
+    Example:
+        >>> scg.demo.main(n=2000)
+    """
+    _check(n)
     print("Worked example: x ~ N(mu, sigma), mu = 2, sigma = 1, f(x) = x^2;")
     print(f"exact gradient dF/dmu = 4, dF/dsigma = 2; n = {n:,} draws per estimator.\n")
     header = (f"{'estimator':<16}{'param':<7}{'mean':>8}{'stderr':>9}{'variance':>11}"
