@@ -89,9 +89,13 @@ class PerSample(Tracer):
 
     def __array__(self, dtype=None, copy=None):
         raise TracingError(
-            "a value that differs between draws cannot become a plain numpy array; if it "
-            "indexes a plain array (table[k], np.take(table, k)), write scg.take(table, k, "
-            "axis=0); otherwise apply numpy functions to it directly")
+            "a value that differs between draws cannot become a plain numpy array (np.asarray, "
+            "np.array, a numpy random generator). If you are drawing random numbers from it "
+            "(rng.normal(x, 1.0)), write scg.sample(\"name\", scg.Normal(x, 1.0)): each draw "
+            "then gets its own value and the derivative flows. If it indexes a plain array "
+            "(table[k], np.take(table, k)), write scg.take(table, k, axis=0); for code outside "
+            "scg's rules, wrap it in scg.blackbox(fn); otherwise apply numpy functions to it "
+            "directly")
 
     def __array_function__(self, func, types, args, kwargs):
         impl = _PER_SAMPLE_FUNCTIONS.get(func)

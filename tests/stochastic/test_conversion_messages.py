@@ -116,3 +116,14 @@ def test_function_without_rule_on_a_value_being_differentiated():
     message = _message(excinfo)
     assert "scg.blackbox" in message and "scg.stop_gradient" in message
     assert "API.md" not in message  # a file users do not have
+
+
+def test_numpy_sampling_from_a_per_draw_value_points_to_scg_sample():
+    rng = np.random.default_rng(0)
+
+    def model(mu):
+        x = scg.sample("x", scg.Normal(mu, 1.0))
+        return rng.normal(x, 1.0)  # the port of torch.distributions.Normal(x, 1).sample()
+
+    with pytest.raises(scg.TracingError, match=r"scg\.sample\(\"name\", scg\.Normal\(x, 1\.0\)\)"):
+        scg.expectation(model, n=4, seed=0)(0.0)
