@@ -54,8 +54,9 @@ NO_DEPS = Deps()
 class PerSample(Tracer):
     """A value that differs between draws: physical shape (n, *shape).
 
-    `plates` are the plates open where it was computed: a value returned from inside a
-    plate is a cost of that plate."""
+    `plates` are the plates open where it was computed, by operations that keep their
+    elements apart (`Mixed` plates if an operation there may have mixed them): such a value,
+    returned from the model, is a cost of those plates."""
 
     __slots__ = ("value", "shape", "deps", "node", "plates")
     __array_priority__ = 200.0
@@ -118,11 +119,15 @@ class PerSample(Tracer):
         result = PerSample(out, level, deps)
         on_op = RUNTIME.on_op
         if on_op is not None:
-            on_op(prim, inputs, args, result)
+            on_op(prim, inputs, args, kwargs, result)
         return result
 
 
 install_array_methods(PerSample)
+
+class Mixed(tuple):
+    """The `plates` of a value computed in these plates by an operation that may mix their
+    elements (a reduction over a plate's axis, an index, a black box)."""
 
 
 def _is_ps(a, level):

@@ -19,7 +19,7 @@ from ..estimators.baselines import LeaveOneOut
 from ..kernels.parallel import count_nonfinite
 from ..numpy import rules as R
 from .memory import check_fits
-from .persample import NO_DEPS, Deps, PerSample, lift
+from .persample import NO_DEPS, Deps, Mixed, PerSample, lift
 from .runtime import RUNTIME
 
 
@@ -90,13 +90,15 @@ class Cost:
     value: object
     plates: tuple
     deps: Deps
+    mixed: tuple = ()  # plates whose elements the value's computation may have mixed
 
     def plate_split(self):
         """(plates the cost has element by element, plates whose elements it mixes): a
         cost computed inside a plate but summed over its elements is outside that plate."""
         shape = self.value.shape if isinstance(self.value, PerSample) else R.shape(self.value)
         kept = tuple(p for p in self.plates if len(shape) >= -p.dim and shape[p.dim] == p.size)
-        return kept, tuple(p for p in self.plates if p not in kept)
+        return kept, tuple(dict.fromkeys(
+            [p for p in self.plates if p not in kept] + list(self.mixed)))
 
 
 # ---------------------------------------------------------------------- sample
@@ -270,14 +272,19 @@ def cost(name, value):
     if bad:
         raise FloatingPointError(f"cost {name!r} is not finite for {bad} of "
                                  f"{np.size(strip(value))} entries")
-    plates, deps = run.plates, NO_DEPS
+    plates, deps, mixed = run.plates, NO_DEPS, ()
     if isinstance(value, PerSample) and value.level == run.level:
         deps = value.deps
-        # a value computed inside a plate is a cost of that plate, wherever it is given
-        plates = plates + tuple(p for p in value.plates if p not in plates)
+        # a value computed inside a plate, keeping its elements apart, is a cost of that
+        # plate wherever it is given; one that may mix them is a cost outside it
+        if type(value.plates) is Mixed:
+            mixed = value.plates
+            plates = tuple(p for p in plates if p not in mixed)
+        else:
+            plates = plates + tuple(p for p in value.plates if p not in plates)
     elif type(value) is np.ndarray and value.flags.writeable:
         value = value.copy()  # captured: the model may change its buffer after this call
-    run.add_cost(Cost(name, value, plates, deps))
+    run.add_cost(Cost(name, value, plates, deps, mixed))
 
 
 # ---------------------------------------------------------------------- plate
@@ -350,7 +357,7 @@ def blackbox(fn):
                              f"with a leading axis of length n = {n}, got shape {out.shape}")
         result = PerSample(out, level, Deps.merge([a.deps for a in inputs]).through("jump"))
         if RUNTIME.on_op is not None:
-            RUNTIME.on_op(wrapper, inputs, args, result)
+            RUNTIME.on_op(wrapper, inputs, args, kwargs, result)
         return result
 
     wrapper.scg_blackbox = True

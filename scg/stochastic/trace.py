@@ -9,7 +9,8 @@ import numpy as np
 
 from ..core.tape import Box, dropped_at, new_level, strip
 from ..errors import BiasWarning, RandomnessWarning, TracingError
-from .persample import PerSample
+from ..numpy import rules as R
+from .persample import Mixed, PerSample
 from .runtime import RUNTIME
 from .sites import cost, family_of
 
@@ -68,8 +69,15 @@ class Trace:
         self.plates = plates
         RUNTIME.on_op = self._on_op if plates or self._graph is not None else None
 
-    def _on_op(self, prim, inputs, args, result):
-        result.plates = self.plates
+    def _on_op(self, prim, inputs, args, kwargs, result):
+        if self.plates:
+            # a result computed in the open plates keeps their elements apart only if the
+            # operation does and its inputs did; otherwise it may mix them (Mixed)
+            mixed = [p for a in inputs if type(a.plates) is Mixed for p in a.plates]
+            if mixed or not keeps_elements(prim, args, kwargs, self.plates):
+                result.plates = Mixed(dict.fromkeys(mixed + list(self.plates)))
+            else:
+                result.plates = self.plates
         if self._graph is not None:
             self._record_op(prim, inputs, args, result)
 
@@ -211,6 +219,31 @@ class Trace:
     def __repr__(self):
         return (f"Trace(n={self.n}, sites={list(self.sites)}, "
                 f"costs={list(self.cost_sites)})")
+
+
+_REDUCTIONS = frozenset([R.sum_, R.mean, R.max_, R.min_, R.logsumexp, R.argmax, R.argmin,
+                         R.softmax, R.log_softmax])
+
+
+def keeps_elements(prim, args, kwargs, plates):
+    """Does this operation keep the elements of the plates apart: element b of its result
+    computed from element b of its inputs only? Elementwise operations do; a reduction or
+    a matrix product does when no axis it combines has a plate's size; anything else is
+    taken to mix them (the cost is then outside the plate: unbiased, more variance)."""
+    if getattr(prim, "batch", None) == "elementwise":  # (a black box has none: it may mix)
+        return True
+    sizes = {p.size for p in plates}
+    if prim in _REDUCTIONS:
+        shape = R.shape(args[0])
+        axis = kwargs.get("axis", -1 if prim in (R.softmax, R.log_softmax) else None)
+        axes = range(len(shape)) if axis is None else \
+            (axis if isinstance(axis, (tuple, list)) else (axis,))
+        return all(shape[a] not in sizes for a in axes)
+    if prim is R.matmul:
+        a, b = args[0], args[1]
+        contracted = [R.shape(a)[-1]] + [R.shape(b)[-2 if R.ndim(b) > 1 else -1]]
+        return all(k not in sizes for k in contracted)
+    return False
 
 
 def _in_plates(plates):

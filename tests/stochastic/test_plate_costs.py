@@ -85,3 +85,55 @@ def test_a_value_computed_after_the_plate_is_outside_it():
             a = scg.sample("a", scg.Bernoulli(logits=theta), estimator="score")
         return per_point_cost(a)  # computed outside: every score meets all of it
     np.testing.assert_array_equal(draws(model).samples, draws(summed_inside).samples)
+
+
+W = np.array([1.5, -2.0])
+TH2 = np.array([0.3, -0.4])
+
+
+def enumerate_gradient(cost_of):
+    """The exact gradient of E[sum of cost_of(a)] for a_b ~ Bernoulli(sigmoid(TH2_b)), by
+    enumerating the four outcomes: sum over a of p(a) * cost(a) * d log p(a) / d theta."""
+    p = 1 / (1 + np.exp(-TH2))
+    g = np.zeros(2)
+    for a0 in (0, 1):
+        for a1 in (0, 1):
+            a = np.array([a0, a1], dtype=float)
+            prob = np.prod(np.where(a == 1, p, 1 - p))
+            g += prob * np.sum(cost_of(a)) * (a - p)
+    return g
+
+
+@pytest.mark.parametrize("where", ["return after", "return inside", "scg.cost inside"])
+@pytest.mark.parametrize("mix", ["reversed", "centred"])
+def test_a_value_that_mixes_the_elements_is_a_cost_outside_the_plate(where, mix):
+    def mixed(a):
+        return a[::-1] * W if mix == "reversed" else (a - np.mean(a)) ** 2 * W
+
+    def model(theta):
+        with scg.plate("b", 2):
+            a = scg.sample("a", scg.Bernoulli(logits=theta), estimator="score")
+            c = mixed(a)
+            if where == "return inside":
+                return c
+            if where == "scg.cost inside":
+                scg.cost("c", c)
+                return None
+        return c
+
+    exact = enumerate_gradient(mixed)
+    gs = scg.grad_samples(scg.expectation(model, n=200_000, seed=0))(TH2)
+    assert np.all(np.abs(gs.mean - exact) < 5 * gs.stderr), (gs.mean, exact, gs.stderr)
+    cost_name = "c" if where == "scg.cost inside" else "return"
+    text = scg.trace(model, TH2, n=2, seed=0).explain()
+    assert f"{cost_name} (outside every plate); it mixes the elements of plate b" in text
+
+
+def test_a_per_element_reduction_over_another_axis_stays_in_the_plate():
+    # the usual VAE cost: per data point, a sum over the features
+    def model(theta):
+        with scg.plate("b", 2):
+            a = scg.sample("a", scg.Bernoulli(logits=theta[:, None] * np.ones(3)).to_event(1),
+                           estimator="score")
+            return np.sum(a * np.array([1.0, 2.0, 3.0]), axis=-1)
+    assert "return in plate b" in scg.trace(model, TH2, n=2, seed=0).explain()
