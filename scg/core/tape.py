@@ -28,6 +28,7 @@ class _ThreadState(threading.local):
     def __init__(self):
         self.level = 0
         self.dropped = {}
+        self.locked = []  # (level, array) made read-only while that level's tape lives
 
 
 THREAD = _ThreadState()
@@ -50,7 +51,10 @@ class new_level:
         return level
 
     def __exit__(self, *exc):
-        THREAD.level -= 1
+        state = THREAD
+        if state.locked:
+            _unlock(state, state.level)
+        state.level -= 1
         return False
 
 
@@ -63,6 +67,46 @@ def dropped_at(level):
     """The jumps and cuts (primitive names, in order of first use) that values of `level`
     went through: where their derivative stopped."""
     return list(THREAD.dropped.get(level, ()))
+
+
+# A plain array the tape keeps is copied when small; a large one is made read-only until
+# its level closes instead (copying a data matrix on every call would cost more than the
+# call), so that changing it in place raises numpy's "assignment destination is
+# read-only" error rather than giving a wrong derivative.
+_COPY_LIMIT = 1 << 16  # elements
+
+
+def kept(a):
+    """The plain array `a` as the tape (or a site) may keep it: a copy if someone could
+    still change it in place (it or the array it views is writeable), or `a` itself."""
+    owner = a
+    while not owner.flags.writeable:
+        owner = owner.base
+        if type(owner) is not np.ndarray:
+            return a  # read-only all the way down: nobody can change it
+    if a.size <= _COPY_LIMIT:
+        return a.copy()
+    state = THREAD
+    owner.flags.writeable = False
+    state.locked.append((state.level, owner))
+    return a
+
+
+def _kept_index(index):
+    return tuple(kept(i) if type(i) is _ndarray else i for i in index)
+
+
+def _unlock(state, level):
+    keep = []
+    for at, array in reversed(state.locked):  # (a view locked before its base: base first)
+        if at >= level:
+            try:
+                array.flags.writeable = True
+            except ValueError:  # (its base was made read-only by someone else meanwhile)
+                pass
+        else:
+            keep.append((at, array))
+    state.locked = keep[::-1]
 
 
 def _note_dropped(prim, level):
@@ -180,8 +224,10 @@ class Box(Tracer):
                     lower = True
             elif isinstance(a, Tracer):
                 lower = True
-            elif type(a) is _ndarray and a.flags.writeable:
-                raw[i] = a.copy()  # captured: the caller may change its array in place later
+            elif type(a) is _ndarray:
+                raw[i] = kept(a)  # the caller may change its array in place later
+            elif type(a) is tuple:
+                raw[i] = _kept_index(a)  # (index arrays of x[idx])
         if lower:
             ans = prim(*raw, **kwargs)
             rules = prim.vjps
@@ -260,8 +306,8 @@ def box_operator(prim, python_operator=None, reflected=False):
         elif isinstance(other, Tracer):
             return prim(other, self) if reflected else prim(self, other)
         else:
-            if type(other) is _ndarray and other.flags.writeable:
-                other = other.copy()  # captured: the caller may change its array in place
+            if type(other) is _ndarray:
+                other = kept(other)  # the caller may change its array in place later
             if reflected:
                 a, b, parents = other, value, ((1, self),)
             else:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..core.tape import Box, Tracer, strip
+from ..core.tape import Box, Tracer, kept, strip
 from ..distributions.base import Distribution, Independent
 from ..errors import BiasWarning, EstimatorError, TracingError
 from ..estimators import Pathwise, Score, as_estimator
@@ -122,7 +122,7 @@ def sample(name, dist, *, estimator="auto"):
     if not isinstance(dist, Distribution):
         raise TypeError(f"site {name!r}: expected a scg distribution, got {type(dist).__name__}")
     run.check_new_name(name)
-    dist = _captured(_apply_plates(dist, name, run.plates))
+    dist = _apply_plates(_captured(dist), name, run.plates)
     check_fits(run, dist.batch_shape + dist.event_shape, f"site {name!r}")
     spec = as_estimator(estimator)
     kind, est, reason = _choose(run, name, dist, spec)
@@ -220,14 +220,16 @@ def _apply_plates(dist, name, plates):
 
 
 def _captured(dist):
-    """dist with its plain, writeable array parameters copied: the log-probability of a
-    score site is computed after the model has run, and the model may have changed
-    those arrays in place by then."""
+    """dist with its plain array parameters as scg keeps them (see core.tape.kept): the
+    log-probability of a score site is computed after the model has run, and the model
+    may have changed those arrays in place by then."""
     params = family_of(dist).params
-    if not any(type(v) is np.ndarray and v.flags.writeable for v in params.values()):
+    if not any(type(v) is np.ndarray for v in params.values()):
         return dist
-    return dist._rebuild({k: v.copy() if type(v) is np.ndarray and v.flags.writeable else v
-                          for k, v in params.items()})
+    captured = {k: kept(v) if type(v) is np.ndarray else v for k, v in params.items()}
+    if all(captured[k] is v for k, v in params.items()):
+        return dist
+    return dist._rebuild(captured)
 
 
 def _plain(dist):
@@ -282,8 +284,8 @@ def cost(name, value):
             plates = tuple(p for p in plates if p not in mixed)
         else:
             plates = plates + tuple(p for p in value.plates if p not in plates)
-    elif type(value) is np.ndarray and value.flags.writeable:
-        value = value.copy()  # captured: the model may change its buffer after this call
+    elif type(value) is np.ndarray:
+        value = kept(value)  # the model may change its buffer after this call
     run.add_cost(Cost(name, value, plates, deps, mixed))
 
 

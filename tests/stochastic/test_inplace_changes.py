@@ -81,3 +81,42 @@ def test_parameter_of_a_score_site_changed_in_a_loop():
     # (x - mu) / 9 instead of (x - mu) / s_t^2: the estimate 2 mu (1 + 4 + 9) / 9 = 1.56.
     # The standard error is small enough to tell the two apart
     assert gs.stderr < 0.2
+
+
+def test_parameter_broadcast_by_a_plate_then_changed():
+    buffer = np.array(1.0)
+
+    def model(theta):
+        with scg.plate("b", 2):
+            x = scg.sample("x", scg.Normal(buffer, np.exp(theta)), estimator=scg.Score("loo"))
+            c = x ** 2
+        buffer[...] = 50.0  # the plate's broadcast view of the buffer sees this change
+        return c
+
+    # d/dtheta E[sum_b x_b^2] = d/dtheta 2 (1 + e^{2 theta}) = 4 e^{2 theta}
+    gs = scg.grad_samples(scg.expectation(model, n=100_000, seed=0))(0.1)
+    assert abs(gs.mean - 4 * np.exp(0.2)) < 5 * gs.stderr
+
+
+def test_index_array_changed_after_indexing():
+    idx = np.array([0, 1])
+
+    def f(w):
+        y = w[idx]
+        idx[:] = 2
+        return np.sum(y ** 2)
+    np.testing.assert_array_equal(scg.grad(f)(np.array([1.0, 2.0, 3.0])), [2.0, 4.0, 0.0])
+
+
+def test_a_large_array_is_read_only_while_the_gradient_runs():
+    data = np.ones(200_000)  # too large to copy on every call
+
+    def f(w):
+        y = np.sum(w * data)
+        data[0] = 5.0
+        return y
+    with pytest.raises(ValueError, match="read-only"):
+        scg.grad(f)(1.0)
+    assert data.flags.writeable  # given back when the gradient is done
+    assert scg.grad(lambda w: np.sum(w * data))(1.0) == 200_000.0
+    data[0] = 5.0
