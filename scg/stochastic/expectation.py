@@ -1,6 +1,7 @@
 """Expectations of models: their Monte Carlo value, gradient estimates, per-sample gradients."""
 
 import warnings
+import weakref
 
 import numpy as np
 
@@ -136,8 +137,9 @@ class Expectation:
         return f"Expectation({self.__name__}, n={self.n})"
 
 
-# (model code, site) -> [the call counter of the last expectation whose stateful baseline
-# started there, how many expectations in a row before it were called once]
+# (model code, site) -> (a weak reference to the last expectation whose stateful baseline
+# started there, its call counter, how many expectations in a row before it were called
+# once and dropped)
 _HISTORY = {}
 
 
@@ -157,8 +159,11 @@ def _warn_if_history_lost(E, site, baseline):
     a comparison of estimators, are fine.)"""
     key = (_model_code(E.model), site)
     last = _HISTORY.get(key)
-    once_in_a_row = last[1] + 1 if last is not None and last[0][0] == 1 else 0
-    _HISTORY[key] = (E._calls, once_in_a_row)
+    # the earlier one counts if it was called once and is gone (replaced in a loop); one
+    # still alive is a sibling (expectations run side by side)
+    once_in_a_row = last[2] + 1 if last is not None and last[1][0] == 1 and \
+        last[0]() is None else 0
+    _HISTORY[key] = (weakref.ref(E), E._calls, once_in_a_row)
     if once_in_a_row >= 2:
         warnings.warn(
             f"site {site!r}: the {baseline.describe()} starts without history, although "

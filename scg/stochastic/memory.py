@@ -4,9 +4,9 @@ asks the system for tens of gigabytes."""
 import math
 import os
 
-# Arrays of a site's size that a gradient keeps alive at once (noise, draw, log-probability,
-# costs-to-go, advantage, cotangents): a low estimate, so a run that is refused would fail.
-ARRAYS_PER_SITE = 8
+# Arrays of a site's size that a gradient keeps alive at once (draw, log-probability,
+# cotangent): about 3 measured at n = 10**6, so a run that is refused would fail.
+ARRAYS_PER_SITE = 3
 
 
 def available_bytes():
@@ -45,8 +45,12 @@ def check_n(n):
 def check_fits(run, shape, what):
     """Count the memory a new site of logical `shape` adds to `run`; refuse it when the
     run's sites together cannot fit."""
+    before = run.bytes_estimate
     run.bytes_estimate += 8 * run.n * math.prod(shape) * ARRAYS_PER_SITE
     if run.bytes_estimate > (1 << 30):  # (below a GiB: not worth a look at the system)
-        available = available_bytes()
-        if available is not None and run.bytes_estimate > available:
-            raise memory_error(run.n, run.bytes_estimate, available, what)
+        if run.bytes_budget is None:
+            # read once per run: what was free before the earlier sites took their share
+            available = available_bytes()
+            run.bytes_budget = -1 if available is None else available + before
+        if 0 <= run.bytes_budget < run.bytes_estimate:
+            raise memory_error(run.n, run.bytes_estimate, run.bytes_budget, what)

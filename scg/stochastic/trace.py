@@ -38,6 +38,7 @@ class Trace:
         self.cost_sites = {}
         self.plates = ()  # the plates open now, outermost first
         self.bytes_estimate = 0  # (see memory.check_fits)
+        self.bytes_budget = None
         self.dropped = []  # the jumps and cuts that differentiated values went through
         self._graph = nx.DiGraph() if record else None
         self._param_names = param_names or {}
@@ -299,11 +300,18 @@ def run_model(model, args, kwargs, *, n, rng, decisions, reasons, record=False,
     raise RuntimeError("estimator choice did not settle")  # pragma: no cover
 
 
+def _numpy_random_position():
+    """Where numpy's global generator (np.random.normal and the like) is in its stream."""
+    global _reader
+    if np.random.mtrand._rand._bit_generator is not _reader[0]:  # (np.random.set_bit_generator)
+        _reader = _global_stream_reader()
+    return _reader[1]()
+
+
 def _global_stream_reader():
-    """A function giving where numpy's global generator (np.random.normal and the like) is
-    in its stream: its MT19937 position and first key word. They are read through the
-    generator's C state (a fraction of a microsecond, against 25 for `.state`); if that
-    layout is not the one expected, through `.state`."""
+    """(bit generator, a function giving its MT19937 position and first key word). They are
+    read through the generator's C state (a fraction of a microsecond, against 25 for
+    `.state`); if that layout is not the one expected, through `.state`."""
     generator = np.random.mtrand._rand._bit_generator
 
     def slow():
@@ -319,20 +327,21 @@ def _global_stream_reader():
             return pos.value, key0.value
 
         if fast() == slow():
-            return fast
-    except Exception:  # pragma: no cover - another numpy's layout
+            return generator, fast
+    except Exception:  # pragma: no cover - another numpy's layout or bit generator
         pass
-    return slow  # pragma: no cover
+    return generator, slow  # pragma: no cover
 
 
-_numpy_random_position = _global_stream_reader()
+_reader = _global_stream_reader()
 
 
 def _warn_numpy_random(model):
     warnings.warn(
         f"the model {getattr(model, '__name__', model)!r} drew random numbers from numpy's "
         "global generator (np.random.normal, np.random.rand, ...): such a number is drawn "
-        "once and shared by all n draws, so the estimate and its standard error are wrong. "
+        "once and shared by all n draws, so the estimate and its standard error are wrong "
+        "(unless another thread drew from that generator meanwhile). "
         "Randomness in a model comes only from scg.sample('name', dist); use, for example, "
         "scg.sample('noise', scg.Normal(0.0, 1.0)) instead of np.random.normal()",
         RandomnessWarning, stacklevel=4)

@@ -250,3 +250,27 @@ def test_an_expectation_pickles_after_a_call():
     assert again.last_trace is None
     # the generator's state travels: both continue with the same draws
     assert scg.grad(again)(1.0) == scg.grad(E)(1.0)
+
+
+def test_expectations_run_side_by_side_do_not_warn():
+    def make(decay):
+        def model(p):
+            a = scg.sample("a", scg.Bernoulli(probs=p),
+                           estimator=scg.Score(scg.baselines.MovingAverage(decay)))
+            return (a - 0.3) ** 2
+        return model
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Es = [scg.expectation(make(d), n=8, seed=i) for i, d in enumerate([0.5, 0.9, 0.99])]
+        for _ in range(3):
+            for E in Es:
+                scg.grad(E)(0.4)
+
+
+def test_many_sites_that_fit_in_memory_run():
+    def model(mu):
+        total = 0.0
+        for t in range(60):
+            total = total + scg.sample(f"x{t}", scg.Normal(mu, 1.0))
+        return total
+    assert np.isfinite(scg.grad(scg.expectation(model, n=400_000, seed=0))(0.5))
