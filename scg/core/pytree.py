@@ -146,17 +146,24 @@ class _RecordNode:
             return self.cls._make(values[name] for name in self.names)
         if self.kind == "namespace":
             return types.SimpleNamespace(**{name: values[name] for name in self.names})
-        # A dataclass: through its constructor, as dataclasses.replace does, so that
-        # __post_init__ recomputes what it derives from the fields. A constructor that
-        # refuses the new values (validation that a gradient or a traced value does not
-        # pass, an InitVar without a default) is bypassed: the fields are set directly.
-        try:
-            return self.cls(**values)
-        except Exception:
-            obj = object.__new__(self.cls)
-            for name, v in values.items():
-                object.__setattr__(obj, name, v)
-            return obj
+        # A dataclass: the fields are set directly, not through the constructor, whose
+        # __post_init__ may transform what it is given (normalize weights): run on a
+        # gradient it would change the gradient. Only a dataclass with derived fields
+        # (init=False) goes through its constructor, so that they are computed from the
+        # traced fields; a constructor that refuses the values is bypassed too.
+        if any(not f.init for f in dataclasses.fields(self.cls)):
+            try:
+                return self.cls(**{k: v for k, v in values.items() if k in self.init_names})
+            except Exception:
+                pass
+        obj = object.__new__(self.cls)
+        for name, v in values.items():
+            object.__setattr__(obj, name, v)
+        return obj
+
+    @property
+    def init_names(self):
+        return {f.name for f in dataclasses.fields(self.cls) if f.init}
 
 
 def leaf_paths(treedef, prefix=""):

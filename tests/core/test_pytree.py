@@ -194,3 +194,17 @@ def test_optimizer_steps_keep_the_container():
     new, state = opt.update(scg.grad(f)(arg), state, arg)
     assert type(new) is DataParams and new.name == "normal"
     assert not np.allclose(new.mu, MU)
+
+
+def test_a_normalizing_post_init_does_not_touch_the_gradient():
+    @dataclasses.dataclass
+    class Mix:
+        weights: np.ndarray
+
+        def __post_init__(self):
+            self.weights = self.weights / np.sum(self.weights)
+
+    grad = scg.grad(lambda p: np.sum(p.weights * np.array([1.0, 2.0, 3.0])))(
+        Mix(np.array([1.0, 1.0, 2.0])))
+    assert type(grad) is Mix
+    np.testing.assert_array_equal(grad.weights, [1.0, 2.0, 3.0])
