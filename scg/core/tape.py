@@ -227,7 +227,10 @@ class Box(Tracer):
             elif type(a) is _ndarray:
                 raw[i] = kept(a)  # the caller may change its array in place later
             elif type(a) is tuple:
-                raw[i] = _kept_index(a)  # (index arrays of x[idx])
+                for x in a:  # (index arrays of x[idx]; most index tuples hold none)
+                    if type(x) is _ndarray:
+                        raw[i] = _kept_index(a)
+                        break
         if lower:
             ans = prim(*raw, **kwargs)
             rules = prim.vjps

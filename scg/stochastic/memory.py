@@ -42,9 +42,9 @@ def check_n(n):
         raise memory_error(n, needed, available, "scg.expectation")
 
 
-def check_fits(run, shape, what):
-    """Count the memory a new site of logical `shape` adds to `run`; refuse it when the
-    run's sites together cannot fit."""
+def check_fits(run, shape, name):
+    """Count the memory a new site `name` of logical `shape` adds to `run`; refuse it when
+    the run's sites together cannot fit."""
     before = run.bytes_estimate
     run.bytes_estimate += 8 * run.n * math.prod(shape) * ARRAYS_PER_SITE
     if run.bytes_estimate > (1 << 30):  # (below a GiB: not worth a look at the system)
@@ -53,4 +53,4 @@ def check_fits(run, shape, what):
             available = available_bytes()
             run.bytes_budget = -1 if available is None else available + before
         if 0 <= run.bytes_budget < run.bytes_estimate:
-            raise memory_error(run.n, run.bytes_estimate, run.bytes_budget, what)
+            raise memory_error(run.n, run.bytes_estimate, run.bytes_budget, f"site {name!r}")

@@ -123,7 +123,7 @@ def sample(name, dist, *, estimator="auto"):
         raise TypeError(f"site {name!r}: expected a scg distribution, got {type(dist).__name__}")
     run.check_new_name(name)
     dist = _apply_plates(_captured(dist), name, run.plates)
-    check_fits(run, dist.batch_shape + dist.event_shape, f"site {name!r}")
+    check_fits(run, dist.batch_shape + dist.event_shape, name)
     spec = as_estimator(estimator)
     kind, est, reason = _choose(run, name, dist, spec)
     level = run.level
@@ -133,7 +133,7 @@ def sample(name, dist, *, estimator="auto"):
     clone, shape = _physical(dist, run.n, level)
     with _no_recording():
         if dist.has_rsample:
-            noise = clone.noise(run.rng, shape)
+            noise = _read_only(clone.noise(run.rng, shape))
             if kind == "pathwise":
                 draw = dist.path(PerSample(noise, level))
                 value = draw.value
@@ -141,6 +141,8 @@ def sample(name, dist, *, estimator="auto"):
                 value = _plain(clone).path(noise)
         else:
             value = clone._sample(run.rng, shape)
+        # (scg's own arrays, changed by no one: read-only, the tape keeps them uncopied)
+        _read_only(value)
     if kind == "pathwise":
         d = draw.deps
         deps = Deps(d.up | {name}, d.smooth | {name}, d.rough)
@@ -219,12 +221,21 @@ def _apply_plates(dist, name, plates):
     return dist if tuple(target) == dist.batch_shape else dist.expand(tuple(target))
 
 
+def _read_only(a):
+    if type(a) is np.ndarray and a.base is None:
+        a.flags.writeable = False
+    return a
+
+
 def _captured(dist):
     """dist with its plain array parameters as scg keeps them (see core.tape.kept): the
     log-probability of a score site is computed after the model has run, and the model
     may have changed those arrays in place by then."""
-    params = family_of(dist).params
-    if not any(type(v) is np.ndarray for v in params.values()):
+    params = family_of(dist)._params  # (not .params: a copy)
+    for v in params.values():
+        if type(v) is np.ndarray:
+            break
+    else:
         return dist
     captured = {k: kept(v) if type(v) is np.ndarray else v for k, v in params.items()}
     if all(captured[k] is v for k, v in params.items()):

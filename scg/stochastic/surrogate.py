@@ -52,8 +52,10 @@ def surrogate(trace, baseline_state, checked):
             weights[w.name] = q if first_order else 0.0
             continue
         state = baseline_state.setdefault(w.name, {})
-        weights[w.name] = (w.baseline.advantage(q, state) if first_order
-                           else w.baseline.value(q, state))
+        weights[w.name] = weight = (w.baseline.advantage(q, state) if first_order
+                                    else w.baseline.value(q, state))
+        if type(weight) is np.ndarray and weight.base is None:
+            weight.flags.writeable = False  # (scg's own: the tape keeps it uncopied)
         if w.name not in checked:
             checked.add(w.name)
             warn_if_own_draw_counts(w.baseline, q, state, w.name)

@@ -303,9 +303,12 @@ def run_model(model, args, kwargs, *, n, rng, decisions, reasons, record=False,
 def _numpy_random_position():
     """Where numpy's global generator (np.random.normal and the like) is in its stream."""
     global _reader
-    if np.random.mtrand._rand._bit_generator is not _reader[0]:  # (np.random.set_bit_generator)
+    if _GLOBAL_RANDOM._bit_generator is not _reader[0]:  # (np.random.set_bit_generator)
         _reader = _global_stream_reader()
     return _reader[1]()
+
+
+_GLOBAL_RANDOM = np.random.mtrand._rand  # the RandomState behind np.random.normal and the like
 
 
 def _global_stream_reader():
