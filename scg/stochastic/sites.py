@@ -222,8 +222,12 @@ def _apply_plates(dist, name, plates):
 
 
 def _read_only(a):
-    if type(a) is np.ndarray and a.base is None:
-        a.flags.writeable = False
+    """Mark a fresh array that scg made (noise, a draw; often a view of a kernel's output)
+    read-only, down to the array that owns its memory."""
+    x = a
+    while type(x) is np.ndarray:
+        x.flags.writeable = False
+        x = x.base
     return a
 
 
