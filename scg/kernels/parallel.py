@@ -20,6 +20,7 @@ default on Linux) that runs a parallel kernel after its parent did; a forked chi
 starts its own pool.
 """
 
+import math
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -124,11 +125,21 @@ def _count_nonfinite(x):
     return bad
 
 
+_F64 = np.dtype(np.float64)
+_isfinite = math.isfinite
+
+
 def count_nonfinite(x):
     """How many entries of x are inf or nan: one counting pass over the threads for a large
     array, else one summing pass when there are none (a sum is finite only if every entry
     is)."""
-    x = np.asarray(x, dtype=float)
+    if type(x) is not np.ndarray or x.dtype != _F64:
+        x = np.asarray(x, dtype=float)
+    if x.size <= 32:  # tiny (a scalar cost, a bias): Python's test is faster than a ufunc's
+        if x.ndim == 0:
+            return 0 if _isfinite(float(x)) else 1
+        values = x.tolist() if x.ndim == 1 else x.ravel().tolist()
+        return 0 if all(map(_isfinite, values)) else sum(not _isfinite(v) for v in values)
     if x.size < 4096:  # small: one test per entry, without the error-state context
         finite = np.isfinite(x)
         return 0 if finite.all() else int(x.size - np.count_nonzero(finite))

@@ -58,7 +58,7 @@ def test_run_takes_the_flat_kernel_only_for_single_valued_parameters():
                                C.normal_density_twin(0, X, varying, 1.7), rtol=1e-12)
 
 
-@pytest.mark.parametrize("size", [10, N])
+@pytest.mark.parametrize("size", [10, 40, N])
 def test_count_nonfinite(size):
     x = rng.normal(size=size)
     assert P.count_nonfinite(x) == 0
@@ -88,3 +88,10 @@ def test_a_forked_child_runs_the_kernels_after_its_parent():
     assert P.count_nonfinite(x) == 0                       # the parent's pool is running
     with multiprocessing.get_context("fork").Pool(1) as pool:
         assert pool.apply_async(_count_in_child, (x,)).get(timeout=60) == 0
+
+
+@pytest.mark.parametrize("x", [0.5, np.inf, np.float64(np.nan), 3, np.array(-np.inf),
+                               np.array([[1.0, np.nan], [np.inf, 2.0]]), np.array([1, 2]),
+                               np.arange(6.0).reshape(2, 3)[:, ::2], np.array([])])
+def test_count_nonfinite_of_tiny_values(x):
+    assert P.count_nonfinite(x) == np.count_nonzero(~np.isfinite(np.asarray(x, dtype=float)))
