@@ -76,37 +76,42 @@ def dropped_at(level):
 _COPY_LIMIT = 1 << 16  # elements
 
 
-def kept(a):
+def kept(a, level=None):
     """The plain array `a` as the tape (or a site) may keep it: a copy if someone could
-    still change it in place (it or the array it views is writeable), or `a` itself."""
+    still change it in place (it or the array it views is writeable), or `a` itself
+    (read-only until `level`, by default the innermost open one, closes)."""
     owner = a
     while not owner.flags.writeable:
-        owner = owner.base
-        if type(owner) is not np.ndarray:
-            return a  # read-only all the way down: nobody can change it
+        base = owner.base
+        if type(base) is not np.ndarray:
+            # read-only all the way down: nobody can change it, unless it is read-only
+            # because a higher level locked it: then it stays locked for this level too
+            locked = THREAD.locked
+            if locked and any(x is owner for _, x in locked):
+                locked.append((THREAD.level if level is None else level, owner))
+            return a
+        owner = base
     if a.size <= _COPY_LIMIT:
         return a.copy()
     state = THREAD
     owner.flags.writeable = False
-    state.locked.append((state.level, owner))
+    state.locked.append((state.level if level is None else level, owner))
     return a
 
 
-def _kept_index(index):
-    return tuple(kept(i) if type(i) is _ndarray else i for i in index)
+def _kept_index(index, level):
+    return tuple(kept(i, level) if type(i) is _ndarray else i for i in index)
 
 
 def _unlock(state, level):
-    keep = []
+    keep = [(at, array) for at, array in state.locked if at < level]
     for at, array in reversed(state.locked):  # (a view locked before its base: base first)
-        if at >= level:
+        if at >= level and not any(x is array for _, x in keep):  # (a lower level's too)
             try:
                 array.flags.writeable = True
             except ValueError:  # (its base was made read-only by someone else meanwhile)
                 pass
-        else:
-            keep.append((at, array))
-    state.locked = keep[::-1]
+    state.locked = keep
 
 
 def _note_dropped(prim, level):
@@ -225,11 +230,11 @@ class Box(Tracer):
             elif isinstance(a, Tracer):
                 lower = True
             elif type(a) is _ndarray:
-                raw[i] = kept(a)  # the caller may change its array in place later
+                raw[i] = kept(a, level)  # the caller may change its array in place later
             elif type(a) is tuple:
                 for x in a:  # (index arrays of x[idx]; most index tuples hold none)
                     if type(x) is _ndarray:
-                        raw[i] = _kept_index(a)
+                        raw[i] = _kept_index(a, level)
                         break
         if lower:
             ans = prim(*raw, **kwargs)
@@ -310,7 +315,7 @@ def box_operator(prim, python_operator=None, reflected=False):
             return prim(other, self) if reflected else prim(self, other)
         else:
             if type(other) is _ndarray:
-                other = kept(other)  # the caller may change its array in place later
+                other = kept(other, level)  # the caller may change its array in place later
             if reflected:
                 a, b, parents = other, value, ((1, self),)
             else:

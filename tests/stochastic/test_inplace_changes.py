@@ -120,3 +120,15 @@ def test_a_large_array_is_read_only_while_the_gradient_runs():
     assert data.flags.writeable  # given back when the gradient is done
     assert scg.grad(lambda w: np.sum(w * data))(1.0) == 200_000.0
     data[0] = 5.0
+
+
+def test_a_large_array_used_by_an_outer_derivative_stays_read_only_until_it_is_done():
+    data = np.ones(100_000)
+
+    def f(w):
+        inner = scg.grad(lambda v: np.sum(v * w * data))(1.0)  # records w * data at both levels
+        data[0] = 5.0  # the outer derivative still needs data
+        return inner
+    with pytest.raises(ValueError, match="read-only"):
+        scg.grad(f)(1.0)
+    assert data.flags.writeable
