@@ -99,6 +99,17 @@ def kept(a, level=None):
     return a
 
 
+def read_only(a):
+    """Mark an array that scg made itself (noise, a draw, an advantage; often a view of a
+    kernel's output) read-only down to the array that owns its memory: nobody changes it,
+    and `kept` then keeps it without a copy."""
+    x = a
+    while type(x) is np.ndarray:
+        x.flags.writeable = False
+        x = x.base
+    return a
+
+
 def _kept_index(index, level):
     return tuple(kept(i, level) if type(i) is _ndarray else i for i in index)
 

@@ -7,7 +7,8 @@ import numpy as np
 
 from ..core import pytree
 from ..core.api import _Traced
-from ..core.tape import Box, backward, current_level, new_level, new_root, strip
+from ..core.tape import (Box, backward, current_level, dropped_at, new_level, new_root,
+                         strip)
 from ..errors import NoGradientPathError
 from ..kernels.parallel import count_nonfinite
 from .memory import check_n
@@ -87,7 +88,10 @@ class Expectation:
     def no_path_message(self, name):
         message = (f"no cost of the model depends on {name}: not through a sampling path, "
                    "a score term, nor directly, so its gradient is not defined by this model")
-        dropped = self.last_trace.dropped if self.last_trace is not None else []
+        # the jumps and cuts that values of the levels below the last run went through
+        # (read now, right after the gradient call: no level has been opened again since)
+        levels = range(1, self.last_trace.level) if self.last_trace is not None else ()
+        dropped = [name for level in levels for name in dropped_at(level)]
         jumps = [d for d in dropped if d != "stop_gradient"]
         if jumps:
             return message + (

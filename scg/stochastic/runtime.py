@@ -10,7 +10,7 @@ import threading
 
 class _Runtime(threading.local):
     """`runs`: the Traces of the model runs in progress in this thread, innermost last.
-    `on_op`: None, or a callable `(prim, inputs, args, result)` that every per-draw
+    `on_op`: None, or a callable `(prim, inputs, args, kwargs, result)` that every per-draw
     operation reports its result to (the innermost run sets it while it records a graph
     or is inside a plate)."""
 

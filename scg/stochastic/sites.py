@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..core.tape import Box, Tracer, kept, strip
+from ..core.tape import Box, Tracer, kept, read_only, strip
 from ..distributions.base import Distribution, Independent
 from ..errors import BiasWarning, EstimatorError, TracingError
 from ..estimators import Pathwise, Score, as_estimator
@@ -133,7 +133,7 @@ def sample(name, dist, *, estimator="auto"):
     clone, shape = _physical(dist, run.n, level)
     with _no_recording():
         if dist.has_rsample:
-            noise = _read_only(clone.noise(run.rng, shape))
+            noise = read_only(clone.noise(run.rng, shape))
             if kind == "pathwise":
                 draw = dist.path(PerSample(noise, level))
                 value = draw.value
@@ -141,8 +141,7 @@ def sample(name, dist, *, estimator="auto"):
                 value = _plain(clone).path(noise)
         else:
             value = clone._sample(run.rng, shape)
-        # (scg's own arrays, changed by no one: read-only, the tape keeps them uncopied)
-        _read_only(value)
+        read_only(value)
     if kind == "pathwise":
         d = draw.deps
         deps = Deps(d.up | {name}, d.smooth | {name}, d.rough)
@@ -219,16 +218,6 @@ def _apply_plates(dist, name, plates):
                              f"{target[p.dim]} at dim {p.dim}, but plate {p.name!r} there has "
                              f"size {p.size}")
     return dist if tuple(target) == dist.batch_shape else dist.expand(tuple(target))
-
-
-def _read_only(a):
-    """Mark a fresh array that scg made (noise, a draw; often a view of a kernel's output)
-    read-only, down to the array that owns its memory."""
-    x = a
-    while type(x) is np.ndarray:
-        x.flags.writeable = False
-        x = x.base
-    return a
 
 
 def _captured(dist):

@@ -16,7 +16,7 @@ b of a site meets only the costs of element b.
 
 import numpy as np
 
-from ..core.tape import Box, Primitive, defvjp, strip
+from ..core.tape import Box, Primitive, defvjp, read_only, strip
 from ..estimators.baselines import warn_if_own_draw_counts
 from ..numpy import rules as R
 from .persample import PerSample
@@ -54,8 +54,7 @@ def surrogate(trace, baseline_state, checked):
         state = baseline_state.setdefault(w.name, {})
         weights[w.name] = weight = (w.baseline.advantage(q, state) if first_order
                                     else w.baseline.value(q, state))
-        if type(weight) is np.ndarray and weight.base is None:
-            weight.flags.writeable = False  # (scg's own: the tape keeps it uncopied)
+        read_only(weight)
         if w.name not in checked:
             checked.add(w.name)
             warn_if_own_draw_counts(w.baseline, q, state, w.name)

@@ -7,7 +7,7 @@ import warnings
 import networkx as nx
 import numpy as np
 
-from ..core.tape import Box, dropped_at, new_level, strip
+from ..core.tape import Box, new_level, strip
 from ..errors import BiasWarning, RandomnessWarning, TracingError
 from ..numpy import rules as R
 from .persample import Mixed, PerSample
@@ -39,7 +39,6 @@ class Trace:
         self.plates = ()  # the plates open now, outermost first
         self.bytes_estimate = 0  # (see memory.check_fits)
         self.bytes_budget = None
-        self.dropped = []  # the jumps and cuts that differentiated values went through
         self._graph = nx.DiGraph() if record else None
         self._param_names = param_names or {}
         self._ops = 0
@@ -283,7 +282,6 @@ def run_model(model, args, kwargs, *, n, rng, decisions, reasons, record=False,
                 runtime.runs.pop()
             if _numpy_random_position() != numpy_state:
                 _warn_numpy_random(model)
-            trace.dropped = [name for lower in range(1, level) for name in dropped_at(lower)]
             invalid = {s: w for s, w in trace.rough_sites().items()
                        if trace.sites[s].reason != "requested"}
             if not invalid:
@@ -315,7 +313,7 @@ def _global_stream_reader():
     """(bit generator, a function giving its MT19937 position and first key word). They are
     read through the generator's C state (a fraction of a microsecond, against 25 for
     `.state`); if that layout is not the one expected, through `.state`."""
-    generator = np.random.mtrand._rand._bit_generator
+    generator = _GLOBAL_RANDOM._bit_generator
 
     def slow():
         state = generator.state["state"]
