@@ -157,9 +157,7 @@ def _plain_parameter(dist, name, value):
     if type(value) is not Box and not draws and inner is not None and \
             not isinstance(inner, Tracer):
         return np.asarray(inner)[0]
-    while isinstance(getattr(dist, "base", None), Distribution):  # (to_event)
-        dist = dist.base
-    family = type(dist).__name__
+    family = type(family_of(dist)).__name__
     site = f"scg.sample(\"name\", {family}(...))"
     if draws:
         raise TracingError(
@@ -276,6 +274,13 @@ class Independent(Distribution):
 
     def __repr__(self):
         return f"Independent({self.base!r}, {self.k})"
+
+
+def family_of(dist):
+    """The distribution under any to_event wrappers (it holds the parameters)."""
+    while isinstance(dist, Independent):
+        dist = dist.base
+    return dist
 
 
 def broadcast_shape(*values):

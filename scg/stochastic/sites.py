@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..core.tape import Box, Tracer, kept, read_only, strip
-from ..distributions.base import Distribution, Independent
+from ..distributions.base import Distribution, family_of
 from ..errors import BiasWarning, EstimatorError, TracingError
 from ..estimators import Pathwise, Score, as_estimator
 from ..estimators.baselines import LeaveOneOut
@@ -153,13 +153,6 @@ def sample(name, dist, *, estimator="auto"):
         _warn_moving_support(site, run)
     run.add_site(site)
     return out
-
-
-def family_of(dist):
-    """The distribution under any to_event wrappers (it holds the parameters)."""
-    while isinstance(dist, Independent):
-        dist = dist.base
-    return dist
 
 
 def _choose(run, name, dist, spec):
