@@ -2,7 +2,7 @@
 
 from . import numpy as _numpy_rules  # noqa: F401  (installs numpy dispatch on traced values)
 from . import distributions
-from .core.api import grad, hessian, hvp, jacobian, value_and_grad
+from .differential_operators import grad, hessian, hvp, jacobian, value_and_grad
 from .distributions import *  # noqa: F401,F403  (every family: scg.Normal, scg.Bernoulli, ...)
 from .errors import (BiasWarning, EstimatorError, NoGradientPathError, RandomnessWarning,
                      TracingError)

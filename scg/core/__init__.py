@@ -1,1 +1,2 @@
-"""The autodiff core: tape, trace levels, pytrees and the user-facing transformations."""
+"""The autodiff core: tape, trace levels and pytrees (the transformations built on them,
+`grad`, `jacobian`, ..., are in `scg/differential_operators.py`)."""

@@ -6,7 +6,7 @@ import weakref
 import numpy as np
 
 from ..core import pytree
-from ..core.api import _Traced
+from ..differential_operators import _Traced
 from ..core.tape import (Box, backward, current_level, dropped_at, new_level, new_root,
                          strip)
 from ..errors import NoGradientPathError

@@ -1,14 +1,18 @@
-"""User-facing transformations: grad, value_and_grad, jacobian, hessian."""
+"""User-facing transformations: grad, value_and_grad, jacobian, hessian, hvp.
+
+They sit above the tape (`scg.core`) and the numpy rules (`scg.numpy`), which they use,
+and below the stochastic layer, whose expectations they differentiate.
+"""
 
 import functools
 import math
 
 import numpy as np
 
-from ..errors import NoGradientPathError
-from ..numpy import rules as R
-from . import pytree
-from .tape import Box, Tracer, backward, new_level, new_root, strip
+from .core import pytree
+from .core.tape import Box, Tracer, backward, new_level, new_root, strip
+from .errors import NoGradientPathError
+from .numpy import rules as R
 
 
 class _Traced:
