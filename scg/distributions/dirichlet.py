@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from ..numpy.special import lgamma
+from ..kernels.special_primitives import lgamma
 from . import constraints
 from ._util import full, mask_outside, plain
 from .base import Distribution

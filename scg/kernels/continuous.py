@@ -14,9 +14,9 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from ..numpy.special import digamma, lgamma
 from .primitives import sig
 from .special import digamma_scalar
+from .special_primitives import digamma, lgamma
 
 _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
 

@@ -10,8 +10,8 @@ import math
 import numpy as np
 from numba import njit
 
-from ..numpy.special import lgamma
 from .primitives import sig
+from .special_primitives import lgamma
 
 
 # ---------------------------------------------------------------- Poisson(rate)

@@ -1,8 +1,8 @@
 """Special functions as numba kernels, each beside a plain-numpy twin.
 
 lgamma, digamma and polygamma of real arguments. The kernels back the
-primitives of `scg.numpy.special`; the twins are independent vectorized numpy
-implementations that the tests compare against the kernels.
+primitives of `special_primitives.py`; the twins are independent vectorized
+numpy implementations that the tests compare against the kernels.
 
 Algorithms: digamma and polygamma shift the argument up by the recurrence
 psi(x) = psi(x + 1) - 1/x until it is large, then sum the asymptotic series

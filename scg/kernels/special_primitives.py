@@ -1,15 +1,15 @@
 """Special functions as primitives: lgamma, digamma, polygamma, and compositions.
 
-Each is elementwise (batchable over draws) and computed by a numba kernel from
-`scg.kernels.special`; each VJP is the next function of the chain, so
+Each is elementwise (batchable over draws) and computed by a numba kernel of
+`special.py` beside this file; each VJP is the next function of the chain, so
 derivatives of any order follow. scipy is not needed at run time.
 """
 
 import numpy as np
 
 from ..core.tape import Primitive, defvjp
-from ..kernels import special as K
-from . import rules as R
+from ..numpy import rules as R
+from . import special as K
 
 EW = "elementwise"
 
