@@ -14,10 +14,11 @@ from .laplace import Laplace
 from .lognormal import LogNormal
 from .multivariate_normal import MultivariateNormal
 from .normal import Normal
+from .one_hot_categorical import OneHotCategorical
 from .poisson import Poisson
 from .uniform import Uniform
 
 __all__ = ["Distribution", "Independent", "set_validation",
            "Normal", "MultivariateNormal", "LogNormal", "Uniform", "Exponential", "Laplace",
            "Gumbel", "Gamma", "Beta", "Dirichlet", "Bernoulli", "Categorical", "Poisson",
-           "Binomial", "Geometric"]
+           "Binomial", "Geometric", "OneHotCategorical"]

@@ -19,6 +19,7 @@ class Example:
     scipy_logpdf: object               # value, **params -> log-density (broadcasting)
     score_params: tuple = ()           # parameters whose score has mean zero
     discrete_max: int = None           # discrete: normalization checked on 0..discrete_max
+    one_hot: bool = False              # values: the one-hot vectors of 0..discrete_max
     uniform_noise: object = None       # implicit families: (params, u) -> noise at level u
     id: str = field(default="")
 
@@ -42,6 +43,11 @@ def _categorical_logpdf(x, probs=None, logits=None):
     x = np.asarray(x, dtype=int)
     return np.log(np.take_along_axis(np.broadcast_to(p, x.shape + p.shape[-1:]),
                                      x[..., None], -1)[..., 0])
+
+
+def _one_hot_categorical_logpdf(x, probs=None, logits=None):
+    p = probs if probs is not None else ss.softmax(logits, axis=-1)
+    return stats.multinomial(1, p).logpmf(x)
 
 
 EXAMPLES = [
@@ -81,6 +87,11 @@ EXAMPLES = [
             _categorical_logpdf, (), discrete_max=2),
     Example(scg.Categorical, dict(logits=np.array([[0.0, 1.0, -1.0], [2.0, 0.5, 0.1]])),
             _categorical_logpdf, ("logits",), discrete_max=2, id="Categorical-logits"),
+    Example(scg.OneHotCategorical, dict(probs=np.array([[0.1, 0.6, 0.3], [0.5, 0.25, 0.25]])),
+            _one_hot_categorical_logpdf, (), discrete_max=2, one_hot=True),
+    Example(scg.OneHotCategorical, dict(logits=np.array([[0.0, 1.0, -1.0], [2.0, 0.5, 0.1]])),
+            _one_hot_categorical_logpdf, ("logits",), discrete_max=2, one_hot=True,
+            id="OneHotCategorical-logits"),
     Example(scg.Poisson, dict(rate=np.array([0.5, 4.0])),
             lambda x, rate: stats.poisson(rate).logpmf(x), ("rate",), discrete_max=60),
     Example(scg.Binomial, dict(total_count=np.array([5.0, 12.0]), probs=np.array([0.3, 0.8])),
@@ -93,7 +104,8 @@ for _e in EXAMPLES:
     _e.id = _e.id or _e.dist.__name__
 
 REPARAM = [e for e in EXAMPLES if e.dist.has_rsample]
-DISCRETE = [e for e in EXAMPLES if e.discrete_max is not None]
+DISCRETE = [e for e in EXAMPLES if e.discrete_max is not None and not e.one_hot]
+ONE_HOT = [e for e in EXAMPLES if e.one_hot]
 
 
 def ids(examples):

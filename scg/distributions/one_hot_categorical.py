@@ -1,0 +1,89 @@
+"""OneHotCategorical(probs=None, logits=None): a Categorical draw as a one-hot vector;
+no reparameterization path."""
+
+import numpy as np
+
+from ..numpy import rules as R
+from . import constraints
+from ._util import full, mask_outside
+from .base import Distribution
+from .categorical import Categorical
+
+
+def _one_hot(x):
+    with np.errstate(invalid="ignore", over="ignore"):  # (inf + -inf: not one-hot)
+        ok = np.all((x == 0) | (x == 1), axis=-1) & (np.sum(x, axis=-1) == 1)
+    return np.broadcast_to(ok[..., None], x.shape)
+
+
+one_hot_support = constraints.Constraint("a one-hot vector (entries 0 or 1, one of them 1)",
+                                         _one_hot, event_dim=1, discrete=True)
+constraints.pickle_by_name(globals())
+
+
+class OneHotCategorical(Distribution):
+    """The one-hot vector e_k of a category k drawn with probability probs[..., k] (or
+    softmax(logits)); event_shape (K,).
+
+    Give exactly one of probs (entries >= 0 summing to 1 along the last axis) or
+    logits (any reals). batch_shape is the parameter's shape without its last axis.
+    log_prob(x) = sum(x * log_probs, axis=-1) for one-hot x (-inf for any other x).
+    A draw is a Categorical draw (the same one, for the same random generator) as a
+    float one-hot vector.
+
+    Example:
+        >>> scg.OneHotCategorical(probs=np.array([0.2, 0.8])).log_prob(np.array([0.0, 1.0]))
+    """
+
+    arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
+    support = one_hot_support
+    has_rsample = False
+
+    def __init__(self, probs=None, logits=None, validate_args=None):
+        if (probs is None) == (logits is None):
+            raise ValueError("OneHotCategorical: give exactly one of probs= or logits=")
+        name, value = ("probs", probs) if probs is not None else ("logits", logits)
+        self.probs, self.logits = probs, logits
+        shape = R.shape(value)
+        if len(shape) < 1:
+            raise ValueError(f"OneHotCategorical: parameter '{name}' must have at least one "
+                             "dimension (the categories)")
+        self.num_categories = shape[-1]
+        super().__init__({name: value}, shape[:-1], shape[-1:], validate_args=validate_args)
+
+    def _categorical(self):
+        """The Categorical of the same parameters (its log-probabilities and its sampler)."""
+        return Categorical(probs=self.probs, logits=self.logits, validate_args=False)
+
+    def _probs(self):
+        return self.probs if self.probs is not None else R.softmax(self.logits, axis=-1)
+
+    def _sample(self, rng, shape):
+        k = self._categorical()._sample(rng, shape)
+        return np.equal(k[..., None], np.arange(self.num_categories)).astype(float)
+
+    def support_values(self):
+        """The K one-hot vectors of the support, as the rows of a (K, K) float array.
+
+        Row k is category k. For a batched distribution, give log_prob the rows with unit
+        batch axes: `v.reshape((K,) + (1,) * len(d.batch_shape) + (K,))`.
+        """
+        return np.eye(self.num_categories)
+
+    def log_prob(self, value):
+        hit = np.equal(value, 1)
+        lp = np.sum(np.where(hit, self._categorical()._log_probs(), 0.0), axis=-1)
+        # inside: every entry 0 or 1 and exactly one 1
+        ones = np.sum(np.where(hit, 1.0, 0.0), axis=-1)
+        others = np.sum(np.where(np.logical_or(hit, np.equal(value, 0)), 0.0, 1.0), axis=-1)
+        inside = np.logical_and(np.equal(ones, 1.0), np.equal(others, 0.0))
+        return mask_outside(inside, lp)
+
+    @property
+    def mean(self):
+        return full(self._probs(), self.batch_shape + self.event_shape)
+
+    @property
+    def variance(self):
+        p = self._probs()
+        return full(p * (1.0 - p), self.batch_shape + self.event_shape)
