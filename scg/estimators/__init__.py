@@ -1,22 +1,31 @@
-"""Gradient estimators for sample sites, and their baselines."""
+"""Gradient estimators for sample sites, and their baselines.
+
+Every estimator derives from `Estimator` (see `base.py` for the protocol), one file each.
+"""
 
 from . import baselines
+from .base import Estimator
 from .pathwise import Pathwise
 from .score import Score
 
+_NAMED = {"pathwise": Pathwise, "score": Score}
+
 
 def as_estimator(spec):
-    """'auto', or a Pathwise / Score object, from what a user passed as estimator=."""
-    if spec == "auto":
-        return "auto"
-    if spec == "pathwise":
-        return Pathwise()
-    if spec == "score":
-        return Score()
-    if isinstance(spec, (Pathwise, Score)):
+    """'auto', or an Estimator object, from what a user passed as estimator=."""
+    if isinstance(spec, Estimator):
         return spec
-    raise ValueError(f"estimator must be 'auto', 'pathwise', 'score', scg.Pathwise() or "
-                     f"scg.Score(baseline=...), got {spec!r}")
+    if isinstance(spec, str):
+        if spec == "auto":
+            return "auto"
+        if spec in _NAMED:
+            return _NAMED[spec]()
+    if isinstance(spec, type) and issubclass(spec, Estimator):
+        raise TypeError(f"estimator={spec.__name__} is a class; pass an instance: "
+                        f"estimator={spec.__name__}()")
+    raise ValueError(f"estimator must be 'auto', 'pathwise', 'score' or an estimator object "
+                     f"(scg.Pathwise(), scg.Score(baseline=...), scg.Enumerate(), ...), "
+                     f"got {spec!r}")
 
 
-__all__ = ["Pathwise", "Score", "baselines", "as_estimator"]
+__all__ = ["Estimator", "Pathwise", "Score", "baselines", "as_estimator"]

@@ -11,6 +11,7 @@ from ..core.tape import (Box, backward, current_level, dropped_at, new_level, ne
                          strip)
 from ..errors import NoGradientPathError
 from ..kernels.parallel import count_nonfinite
+from ..numpy import rules as R
 from .memory import check_n
 from .persample import NO_DEPS, PerSample
 from .surrogate import surrogate
@@ -46,6 +47,7 @@ class Expectation:
         self.rng = _generator(seed)
         self._decisions = {}
         self._reasons = {}
+        self._plan = {}  # sites whose estimators evaluate copies of the run -> copies
         self._baseline_state = {}
         self._baselines_checked = set()
         self._calls = [0]  # (a list: the history of stateful baselines keeps a reference)
@@ -76,7 +78,7 @@ class Expectation:
             build = _plain_mean
         trace, (objective, updates) = run_model(
             self.model, args, kwargs, n=self.n, rng=self.rng, decisions=self._decisions,
-            reasons=self._reasons, wrap_args=wrap_args, build=build)
+            reasons=self._reasons, wrap_args=wrap_args, build=build, plan=self._plan)
         self._calls[0] += 1
         for site, baseline, q, state in updates:
             if baseline.stateful and not state:
@@ -254,10 +256,14 @@ def grad_samples(E, argnums=0, *, allow_unused=False):
                       for r in traced.roots()]
             positions = _root_positions(traced)
 
-            def per_draw_args(call_args, batch_level):
+            def per_draw_args(call_args, batch_level, rows):
                 call_args = list(call_args)
                 for (i, treedef, k0, count) in positions:
-                    leaves = [PerSample(c, batch_level, NO_DEPS) for c in copies[k0:k0 + count]]
+                    # (with copies of the run, every copy of draw i uses draw i's parameters)
+                    leaves = [PerSample(c if rows == n else R.reshape(
+                        R.broadcast_to(c, (rows // n,) + np.shape(c.value)),
+                        (rows,) + np.shape(c.value)[1:]), batch_level, NO_DEPS)
+                        for c in copies[k0:k0 + count]]
                     call_args[i] = pytree.unflatten(treedef, leaves)
                 return call_args
 

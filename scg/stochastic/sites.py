@@ -5,7 +5,6 @@ of this thread's `RUNTIME.runs`); outside a model they raise a clear error.
 """
 
 import functools
-import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -13,8 +12,9 @@ import numpy as np
 
 from ..core.tape import Box, Tracer, kept, read_only, strip
 from ..distributions.base import Distribution, family_of
-from ..errors import BiasWarning, EstimatorError, TracingError
-from ..estimators import Pathwise, Score, as_estimator
+from ..errors import EstimatorError, TracingError
+from ..estimators import Estimator, Pathwise, Score, as_estimator
+from ..estimators.antithetic import antithetic_noise
 from ..estimators.baselines import LeaveOneOut
 from ..kernels.parallel import count_nonfinite
 from ..numpy import rules as R
@@ -44,15 +44,15 @@ class Plate:
 class Site:
     """A sample site: its distribution, draws and estimator.
 
-    `value` is the plain array of draws, physical shape (n, *shape); `draw` is the traced
-    per-sample value the model saw.
+    `value` is the plain array of draws, physical shape (rows, *shape) (rows = n unless an
+    estimator evaluates copies of the run); `draw` is the traced per-sample value the model
+    saw.
     """
 
     name: str
     dist: Distribution
     draw: PerSample
-    kind: str  # "pathwise" or "score"
-    estimator: object  # Pathwise() or Score(...)
+    estimator: Estimator
     reason: str
     plates: tuple
     param_deps: Deps
@@ -63,11 +63,20 @@ class Site:
         return np.asarray(strip(self.draw))
 
     @property
+    def kind(self):
+        """The estimator's name ("pathwise", "score", "enumerate", ...)."""
+        return self.estimator.name
+
+    @property
     def baseline(self):
-        return getattr(self.estimator, "baseline", None)
+        return self.estimator.baseline
+
+    def dist_params(self):
+        """The values of the family's parameters (possibly traced)."""
+        return [v for v in family_of(self.dist).params.values() if v is not None]
 
     def log_prob(self):
-        """log p(value | parents), physical shape (n, *batch_shape), computed once."""
+        """log p(value | parents), physical shape (rows, *batch_shape), computed once."""
         if self._log_prob is None:
             with _no_recording():
                 lp = self.dist.log_prob(self.draw)
@@ -109,7 +118,9 @@ def sample(name, dist, *, estimator="auto"):
         name: unique within the model.
         dist: a scg distribution; its parameters may depend on parameters and earlier draws.
         estimator: "auto" (pathwise where valid, else score with a leave-one-out baseline),
-            "pathwise", "score", scg.Pathwise() or scg.Score(baseline=...).
+            "pathwise", "score", or an estimator object: scg.Pathwise(), scg.Score(...),
+            scg.Enumerate(), scg.MeasureValued(), scg.GumbelSoftmax(...), scg.DisARM(),
+            or any subclass of scg.estimators.Estimator.
     Returns:
         The draw, of shape dist.batch_shape + dist.event_shape (one value per draw).
 
@@ -124,79 +135,140 @@ def sample(name, dist, *, estimator="auto"):
     run.check_new_name(name)
     dist = _apply_plates(_captured(dist), name, run.plates)
     check_fits(run, dist.batch_shape + dist.event_shape, name)
-    spec = as_estimator(estimator)
-    kind, est, reason = _choose(run, name, dist, spec)
+    est, reason = _choose(run, name, dist, as_estimator(estimator))
+    run.check_copies(name, est.copies(name, dist, run.plates))
     level = run.level
     params = [v for v in family_of(dist).params.values()
               if isinstance(v, PerSample) and v.level == level]
     param_deps = Deps.merge([p.deps for p in params])
-    clone, shape = _physical(dist, run.n, level)
+    d = SiteDraw(run, name, dist, level, param_deps, est.antithetic)
     with _no_recording():
-        if dist.has_rsample:
-            noise = read_only(clone.noise(run.rng, shape))
-            if kind == "pathwise":
-                draw = dist.path(PerSample(noise, level))
-                value = draw.value
-            else:  # the same path on plain values: a score site's draw has no derivative
-                value = _plain(clone).path(noise)
-        else:
-            value = clone._sample(run.rng, shape)
-        read_only(value)
-    if kind == "pathwise":
-        d = draw.deps
-        deps = Deps(d.up | {name}, d.smooth | {name}, d.rough)
-    else:  # a score site's value depends on its parents only through its score
+        draw = est.draw(d)
+    if isinstance(draw, PerSample):  # a draw with a derivative along its path
+        read_only(strip(draw.value))
+        dd = draw.deps
+        deps = Deps(dd.up | {name}, dd.smooth | {name}, dd.rough)
+        value = draw.value
+    else:  # a draw without one depends on its parents only through the estimator's terms
+        value = read_only(np.asarray(draw, dtype=float))
         deps = Deps(param_deps.up | {name}, frozenset({name}), frozenset())
     out = PerSample(value, level, deps, plates=run.plates)
-    site = Site(name, dist, out, kind, est, reason, run.plates, param_deps)
-    if kind == "score":
-        _warn_moving_support(site, run)
+    site = Site(name, dist, out, est, reason, run.plates, param_deps)
+    est.after_draw(site, run)
     run.add_site(site)
     return out
 
 
 def _choose(run, name, dist, spec):
-    """(kind, estimator object, reason) for a site."""
+    """(estimator object, reason) for a site."""
+    if spec != "auto":
+        spec.check(name, dist)
+        return spec, "requested"
     family = type(family_of(dist)).__name__
-    if isinstance(spec, Pathwise):
-        if not dist.has_rsample:
-            raise EstimatorError(
-                f"site {name!r}: estimator='pathwise' but {family} has no reparameterization "
-                "path (its draws are discrete or have no differentiable map from noise); "
-                "use estimator='score' or 'auto'")
-        return "pathwise", spec, "requested"
-    if isinstance(spec, Score):
-        return "score", spec, "requested"
+    decided = run.decisions.get(name)
+    if decided is not None:
+        return decided, run.reasons[name]
     loo = LeaveOneOut() if run.n > 1 else None
     if not dist.has_rsample:
-        return "score", Score(loo), f"{family} has no reparameterization path"
-    if run.decisions.get(name) == "score":
-        return "score", Score(loo), run.reasons[name]
-    return "pathwise", Pathwise(), (f"{family} has a reparameterization path and every path "
-                                    "from the draw to a cost is differentiable")
+        return Score(loo), f"{family} has no reparameterization path"
+    return Pathwise(), (f"{family} has a reparameterization path and every path "
+                        "from the draw to a cost is differentiable")
 
 
-def _warn_moving_support(site, run):
-    names = site.dist.moving_support
-    if not names:
-        return
-    dist = family_of(site.dist)
-    moving = [p for p in names if _carries_gradient(dist.params.get(p), run)]
-    if moving:
-        warnings.warn(
-            f"site {site.name!r}: the score-function estimator is biased here: the support of "
-            f"{dist!r} moves with {', '.join(moving)}, and the score misses the boundary term. "
-            "Use a pathwise estimator (estimator='pathwise', valid when no jump lies downstream)",
-            BiasWarning, stacklevel=3)
-
-
-def _carries_gradient(v, run):
-    """Can a derivative reach v: is it differentiated, or smooth in a pathwise draw? (A
-    score site's draw is smooth in itself, but carries no derivative.)"""
+def carries_gradient(v, run):
+    """Can a derivative reach v: is it differentiated, or smooth in a draw that carries
+    derivatives? (Any draw is smooth in itself; only some carry a derivative.)"""
     if isinstance(v, PerSample):
         return isinstance(v.value, Box) or any(
-            run.sites[s].kind == "pathwise" for s in v.deps.smooth if s in run.sites)
+            run.sites[s].estimator.differentiable for s in v.deps.smooth if s in run.sites)
     return isinstance(v, Box)
+
+
+class SiteDraw:
+    """What an estimator's `draw` gets: the site, and its sources of randomness.
+
+    Randomness is drawn for the n draws and shared by every copy of the run
+    (`scg.stochastic.copies`), so that copies differ only where a copying site makes
+    them differ. Attributes: `name`, `dist` (plates applied), `level`, `n`, `rows`
+    (n times the number of copies), `rng`, `copies`, `param_deps`, `antithetic`.
+    """
+
+    def __init__(self, run, name, dist, level, param_deps, antithetic):
+        self.run = run
+        self.name = name
+        self.dist = dist
+        self.level = level
+        self.n = run.n
+        self.rows = run.rows
+        self.rng = run.rng
+        self.copies = run.copies
+        self.param_deps = param_deps
+        self.antithetic = antithetic
+        self.clone, self.shape, self.per_row = _physical(dist, self.rows, level)
+        if antithetic and self.n % 2:
+            raise EstimatorError(f"site {name!r}: antithetic draws come in pairs, so n must "
+                                 f"be even; got n = {self.n}")
+
+    def _copy_dependent(self):
+        """Do the site's parameters differ between copies (a copying site upstream)?"""
+        return bool(self.per_row) and any(k in self.param_deps.up for k in self.copies.names)
+
+    def _draw(self, fn):
+        """fn(dist, rng, shape) drawn once for the n draws and shared by every copy; per
+        copy from the same generator state when the parameters differ between copies."""
+        copies = self.copies
+        if not copies:
+            return fn(self.clone, self.rng, self.shape)
+        if not self._copy_dependent():
+            n = self.n
+            base = _rows(self.clone, slice(0, n), self.per_row) if self.per_row else self.clone
+            return copies.tile(fn(base, self.rng, (n,) if not self.per_row else ()))
+        state = self.rng.bit_generator.state
+        parts = []
+        for c in range(copies.count):
+            self.rng.bit_generator.state = state
+            part = _rows(self.clone, slice(c * self.n, (c + 1) * self.n), self.per_row)
+            parts.append(fn(part, self.rng, ()))
+        return np.concatenate(parts, axis=0)
+
+    def noise(self, antithetic=None):
+        """The noise of the sampling path, physical shape (rows, ...); in antithetic pairs
+        (draw i + n/2 mirrors draw i) when the estimator asks for them."""
+        if antithetic is None:
+            antithetic = self.antithetic
+        if antithetic:
+            half = self.n // 2
+            eps = self.dist.noise(self.rng, (half,))
+            both = np.concatenate([eps, antithetic_noise(self.dist, eps, self.name)], axis=0)
+            return self.copies.tile(both) if self.copies else both
+        return self._draw(lambda dist, rng, shape: dist.noise(rng, shape))
+
+    def path(self, noise):
+        """The traced draw along the sampling path (a PerSample with derivatives)."""
+        return self.dist.path(PerSample(noise, self.level))
+
+    def plain_path(self, noise):
+        """The same path on plain values: a draw without derivatives."""
+        return _plain(self.clone).path(noise)
+
+    def sample(self):
+        """Plain draws, physical shape (rows, ...), without derivatives."""
+        if self.dist.has_rsample:
+            return np.asarray(strip(self.plain_path(self.noise())))
+        if self.antithetic:
+            raise EstimatorError(
+                f"site {self.name!r}: antithetic draws need a sampling path from noise; "
+                f"{type(family_of(self.dist)).__name__} has none")
+        return self._draw(lambda dist, rng, shape: dist._sample(rng, shape))
+
+    def plain_params(self):
+        """The family's parameters as plain arrays of physical shape (rows, ...) or shared."""
+        return family_of(_plain(self.clone)).params
+
+
+def _rows(dist, rows, keys):
+    inner = family_of(dist)
+    return dist._rebuild({k: (v[rows] if k in keys else v) for k, v in inner.params.items()})
 
 
 def _apply_plates(dist, name, plates):
@@ -240,20 +312,22 @@ def _plain(dist):
 
 def _physical(dist, n, level):
     """A copy of dist with plain parameters whose batch shape includes the n draws, and the
-    sample shape to draw with: per-sample parameters are lifted to their full rank."""
+    sample shape to draw with, and the names of the per-sample parameters, which are
+    lifted to their full rank."""
     inner = family_of(dist)
     params = inner.params
     if not any(isinstance(v, PerSample) and v.level == level for v in params.values()):
-        return dist, (n,)
-    plain = {}
+        return dist, (n,), ()
+    plain, lifted = {}, []
     for key, v in params.items():
         if isinstance(v, PerSample) and v.level == level:
             c = inner.arg_constraints.get(key)
             rank = len(inner.batch_shape) + (c.event_dim if c is not None else 0)
             plain[key] = np.asarray(strip(lift(v, rank, level)))
+            lifted.append(key)
         else:
             plain[key] = v if v is None else np.asarray(strip(v))
-    return dist._rebuild(plain), ()
+    return dist._rebuild(plain), (), tuple(lifted)
 
 
 # ---------------------------------------------------------------------- cost

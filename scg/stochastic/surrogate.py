@@ -5,128 +5,238 @@ multiplied by box(tau_c), where tau_c sums the log-probabilities of the score
 sites upstream of c and box(t) = exp(t - stop_gradient(t)) equals 1. Its
 gradient is the surrogate gradient of Schulman et al. (2015): pathwise and
 direct terms, plus grad log p(w) times the costs downstream of w only; its
-higher derivatives stay unbiased. A baseline b_w enters as (1 - box(log p(w))) * b_w,
-zero in value, subtracting grad log p(w) * b_w. When only first derivatives are
-taken, the equivalent and cheaper form of Schulman et al. is built instead.
+higher derivatives stay unbiased. When only first derivatives are taken, the
+equivalent and cheaper form of Schulman et al. is built instead.
+
+What each site adds is its estimator's business (`scg.estimators.Estimator`):
+this module lays the costs out and hands each estimator a `SurrogateContext`.
 
 Plates: every per-element quantity is laid out on a canonical grid
-(n, *plate axes), one axis per plate (size 1 where absent), so that element
-b of a site meets only the costs of element b.
+(rows, *plate axes), one axis per plate (size 1 where absent), so that element
+b of a site meets only the costs of element b. Copies (`copies.py`): row
+c * n + i is copy c of draw i; a cost's rows are weighted by the copying sites'
+weights, and each draw's estimate is the sum over its copies.
 """
 
 import numpy as np
 
-from ..core.tape import Box, Primitive, defvjp, read_only, strip
+from ..core.tape import Box, strip
+from ..errors import EstimatorError
 from ..estimators.baselines import warn_if_own_draw_counts
+from ..estimators.terms import magic_box
 from ..numpy import rules as R
 from .persample import PerSample
-
-
-def magic_box(tau):
-    """exp(tau - stop_gradient(tau)): 1 in value; its derivatives reproduce score terms."""
-    return R.exp(R.subtract(tau, R.stop_gradient(tau)))
 
 
 def surrogate(trace, baseline_state, checked):
     """The surrogate objective (a scalar, traced where the parameters are) and the
     baseline updates to apply after the call: a list of (site name, baseline, q, state).
     `checked` holds the sites whose baseline was checked not to use its own draw's cost."""
-    plates = [p for s in trace.sites.values() for p in s.plates] + \
-        [p for c in trace.cost_sites.values() for p in c.plates]
-    grid = _Grid(trace.n, plates)
-    costs = {c.name: grid.cost(c) for c in trace.cost_sites.values()}
-    scores = trace.score_sites()
-    log_probs = {s.name: grid.layout(s.log_prob(), s.dist.batch_shape, s.plates,
-                                     f"site {s.name!r}") for s in scores}
-    values = list(log_probs.values()) + [v for v, _ in costs.values()]
-    first_order = len(set().union(*[_levels(v) for v in values])) <= 1
-    # per score site: the advantage Q_w - b_w (first order) or the baseline b_w (DiCE)
-    weights, updates = {}, []
-    for w in scores:
-        # costs-to-go per draw and element, as plain numbers: they carry no derivative
-        q = sum_all(grid.onto(strip(costs[c.name][0]), costs[c.name][1], w.plates)
-                    for c in trace.downstream_costs(w))
-        # (a read-only view: a baseline must not change the costs)
-        q = np.broadcast_to(np.asarray(q, dtype=float), np.shape(strip(log_probs[w.name])))
-        if w.baseline is None:
-            weights[w.name] = q if first_order else 0.0
-            continue
-        state = baseline_state.setdefault(w.name, {})
-        weights[w.name] = weight = (w.baseline.advantage(q, state) if first_order
-                                    else w.baseline.value(q, state))
-        read_only(weight)
-        if w.name not in checked:
-            checked.add(w.name)
-            warn_if_own_draw_counts(w.baseline, q, state, w.name)
-        updates.append((w.name, w.baseline, q, state))
-    if first_order:
-        objective = _first_order(trace, grid, costs, log_probs, weights)
-    else:
-        objective = _dice(trace, grid, costs, log_probs, weights)
-    return objective, updates
+    ctx = SurrogateContext(trace, baseline_state, checked)
+    return ctx.objective(), ctx.updates
 
 
-def _first_order(trace, grid, costs, log_probs, advantages):
-    """Schulman et al.'s surrogate when only first derivatives are taken: the costs, plus
-    a zero-valued term per score site whose gradient is grad log p(w) * (Q_w - b_w)."""
-    total = sum_all(grid.per_draw(v) for v, _ in costs.values())
-    objective = R.mean(total) if np.ndim(strip(total)) else total
-    for w in trace.score_sites():
-        if trace.downstream_costs(w):  # a site no cost depends on contributes nothing
-            objective = R.add(objective, score_term(log_probs[w.name], advantages[w.name],
-                                                    1.0 / trace.n))
-    return objective
+class SurrogateContext:
+    """What an estimator builds its surrogate terms from.
 
+    Attributes: `trace`, `n` (draws), `copies`, `first_order` (only first derivatives are
+    taken: the Schulman form; otherwise the DiCE form), `updates` (baseline updates).
+    """
 
-def _dice(trace, grid, costs, log_probs, baselines):
-    """The DiCE form, unbiased for derivatives of every order (Foerster et al. 2018), with
-    the baselines of Mao et al. (2019) and Farquhar et al. (2019)."""
-    total = 0.0
-    for c in trace.cost_sites.values():
-        value, plates = costs[c.name]
-        ups = trace.upstream_scores(c)
-        if ups:
-            tau = sum_all(grid.onto(log_probs[w.name], w.plates, plates) for w in ups)
-            value = R.multiply(magic_box(tau), value)
-        total = R.add(total, grid.per_draw(value))
-    for w in trace.score_sites():
-        if np.all(baselines[w.name] == 0.0):
-            continue
-        # (1 - box(log p(w))) b_w, weighted as in Loaded DiCE by the box of the score sites
-        # upstream of w: zero in value and in expectation at every order, and it also
-        # reduces the variance of the cross terms of higher derivatives
-        term = R.multiply(R.subtract(1.0, magic_box(log_probs[w.name])), baselines[w.name])
-        ups = [u for u in trace.score_sites() if u.name in w.param_deps.up]
-        if ups:
-            tau = sum_all(grid.onto(log_probs[u.name], u.plates, w.plates) for u in ups)
-            term = R.multiply(magic_box(tau), term)
-        total = R.add(total, grid.per_draw(term))
-    return R.mean(total)
+    def __init__(self, trace, baseline_state, checked):
+        self.trace = trace
+        self.n = trace.n
+        self.copies = trace.copies
+        plates = [p for s in trace.sites.values() for p in s.plates] + \
+            [p for c in trace.cost_sites.values() for p in c.plates]
+        self.grid = _Grid(trace.rows, plates)
+        self.costs = {c.name: self.grid.cost(c) for c in trace.cost_sites.values()}
+        self._baseline_state = baseline_state
+        self._checked = checked
+        self._log_probs = {}
+        self._weights = {}
+        self.updates = []
+        levels = set()
+        for v, _ in self.costs.values():
+            levels |= _levels(v)
+        for s in trace.sites.values():
+            if not s.estimator.differentiable:
+                for v in s.dist_params():
+                    levels |= _levels(v)
+        self.first_order = len(levels) <= 1
+
+    # ------------------------------------------------------------ for estimators
+    def log_prob(self, site):
+        """log p(value | parents) of the site on the grid (rows, *plate axes), traced."""
+        got = self._log_probs.get(site.name)
+        if got is None:
+            got = self.grid.layout(site.log_prob(), site.dist.batch_shape, site.plates,
+                                   f"site {site.name!r}")
+            self._log_probs[site.name] = got
+        return got
+
+    def has_downstream(self, site):
+        return bool(self.trace.downstream_costs(site))
+
+    def q(self, site):
+        """The costs downstream of the site, plain, per draw and element: shape
+        (n, *copy axes of the site and its upstream copying sites, *the site's plate axes);
+        the copies of copying sites downstream of it are summed with their weights."""
+        copies, grid = self.copies, self.grid
+        down = self._down(site)
+        total = 0.0
+        for c in self.trace.downstream_costs(site):
+            value, plates = self.costs[c.name]
+            value = strip(value)
+            for e in down:
+                w = self.weight(e) if e in c.deps.up else copies.first([e])[:, None]
+                value = np.multiply(value, strip(w) if e in c.deps.up else
+                                    np.reshape(w, (-1,) + (1,) * (np.ndim(value) - 1)))
+            total = total + grid.onto(value, plates, site.plates)
+        shape = (self.trace.rows,) + tuple(np.shape(strip(self.log_prob(site)))[1:])
+        total = np.broadcast_to(np.asarray(total, dtype=float), shape)
+        if not copies:
+            return total
+        return self._group(copies.group_sum(total, down), down)
+
+    def spread(self, g, site, traced=False):
+        """The inverse of q's layout: a per-draw array of q's shape back on the site's grid
+        rows, weighted by the copying sites upstream of the site (zero on the copies of
+        those downstream, which q summed)."""
+        copies = self.copies
+        if not copies:
+            return g
+        down = self._down(site)
+        full = np.zeros(tuple(copies.sizes) + (copies.n,) + g.shape[1:])
+        index = tuple(0 if name in down else slice(None) for name in copies.names)
+        full[index] = np.moveaxis(g, 0, len(copies.names) - len(down))
+        out = copies.merge(full)
+        for e in copies.names:
+            if e in site.param_deps.up:
+                w = self.weight(e)
+                out = R.multiply(out, w if traced else strip(w))
+        return out
+
+    def weight(self, name):
+        """The weight of each row's costs for copying site `name`, on the grid."""
+        got = self._weights.get(name)
+        if got is None:
+            site = self.trace.sites[name]
+            got = site.estimator.weight(site, self)
+            if got is None:
+                got = self.copies.first([name])
+            if np.ndim(strip(got)) == 1:
+                got = R.reshape(got, (-1,) + (1,) * len(self.grid.plates))
+            self._weights[name] = got
+        return got
+
+    def own(self, site, values):
+        """Per-draw values of a copying site's own copies, as q lays them out: the slices
+        of `values` (of q's shape) at the site's copy indices k = 0, 1, ..."""
+        axis = 1 + [e for e in self.copies.names if e not in self._down(site)].index(site.name)
+        return [np.take(values, k, axis=axis) for k in range(values.shape[axis])]
+
+    def baseline_state(self, name):
+        return self._baseline_state.setdefault(name, {})
+
+    def check_baseline(self, name, baseline, q, state):
+        """Warn once per site if the baseline uses each draw's own cost."""
+        if name not in self._checked:
+            self._checked.add(name)
+            warn_if_own_draw_counts(baseline, q, state, name)
+
+    def update_baseline(self, name, baseline, q, state):
+        self.updates.append((name, baseline, q, state))
+
+    def upstream_tau(self, site):
+        """The sum of the DiCE log-probabilities of the sites upstream of `site`, or None."""
+        ups = [(u, u.estimator.dice_log_prob(u, self)) for u in self.trace.sites.values()
+               if u.name in site.param_deps.up]
+        ups = [(u, lp) for u, lp in ups if lp is not None]
+        if not ups:
+            return None
+        return sum_all(self.grid.onto(lp, u.plates, site.plates) for u, lp in ups)
+
+    # ------------------------------------------------------------ the objective
+    def objective(self):
+        trace = self.trace
+        total = None
+        for c in trace.cost_sites.values():
+            value, plates = self.costs[c.name]
+            if not self.first_order:
+                ups = [(s, s.estimator.dice_log_prob(s, self)) for s in trace.sites.values()
+                       if s.name in c.deps.up]
+                ups = [(s, lp) for s, lp in ups if lp is not None]
+                if ups:
+                    tau = sum_all(self.grid.onto(lp, s.plates, plates) for s, lp in ups)
+                    value = R.multiply(magic_box(tau), value)
+            value = self._weighted(c, value, plates)
+            value = self.grid.per_draw(value)
+            total = value if total is None else R.add(total, value)
+        for s in trace.sites.values():
+            if not self.first_order:
+                term = s.estimator.dice_term(s, self)
+                if term is not None:
+                    term = self.grid.per_draw(term)
+                    total = term if total is None else R.add(total, term)
+        if total is None:
+            objective = 0.0
+        elif self.copies:
+            objective = R.multiply(R.sum_(total), 1.0 / self.n)
+        else:
+            objective = R.mean(total) if np.ndim(strip(total)) else total
+        if self.first_order:
+            for s in trace.sites.values():
+                term = s.estimator.term(s, self)
+                if term is not None:
+                    objective = R.add(objective, term)
+        return objective
+
+    def _weighted(self, c, value, plates):
+        """A cost on the grid times the weights of the copying sites (index 0 of those it
+        does not depend on: its value is the same in all their copies)."""
+        copies = self.copies
+        if not copies:
+            return value
+        for e in copies.names:
+            if e in c.deps.up:
+                w = self.weight(e)
+                wide = [p.name for p in self.grid.plates
+                        if np.shape(strip(w))[self.grid.axis(p)] > 1 and p not in plates]
+                if wide:
+                    raise EstimatorError(
+                        f"cost {c.name!r} mixes the elements of plate {', '.join(wide)}, in "
+                        f"which site {e!r} is enumerated element by element; compute the cost "
+                        "per element (inside the plate, without summing over it), or draw the "
+                        f"site outside the plate to enumerate its joint values")
+                value = R.multiply(value, w)
+            else:
+                value = R.multiply(value, np.reshape(copies.first([e]), np.shape(
+                    strip(value))[:1] + (1,) * (np.ndim(strip(value)) - 1)))
+        return value
+
+    def _down(self, site):
+        """The copying sites downstream of (or unrelated to) the site: summed out of q."""
+        return [e for e in self.copies.names
+                if e != site.name and e not in site.param_deps.up]
+
+    def _group(self, x, down):
+        s = self.copies.split(x)
+        index = tuple(0 if name in down else slice(None) for name in self.copies.names)
+        s = s[index]
+        return np.moveaxis(s, len(self.copies.names) - len(down), 0)
 
 
 def _levels(x):
     """The trace levels x is boxed at: more than one in all values means derivatives of
     higher order (or mixed ones) are taken, which the DiCE form gets right."""
     levels = set()
+    if isinstance(x, PerSample):
+        x = x.value
     while isinstance(x, Box):
         levels.add(x.level)
         x = x.value
     return levels
-
-
-score_term = Primitive(
-    "score_term", lambda log_prob, weight, scale: 0.0,
-    doc="0 in value; its derivative in log_prob is scale * weight (constants): score terms.")
-
-
-def _score_term_vjp(g, ans, log_prob, weight, scale):
-    c = R.multiply(g, scale)
-    if type(c) in (float, np.float64) and c == 1.0:
-        return weight  # scg.grad_samples seeds n against scale 1/n: no pass over the draws
-    return R.multiply(c, weight)
-
-
-defvjp(score_term, _score_term_vjp)
 
 
 def sum_all(terms):

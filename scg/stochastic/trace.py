@@ -12,7 +12,10 @@ from ..errors import BiasWarning, RandomnessWarning, TracingError
 from ..numpy import rules as R
 from .persample import Mixed, PerSample
 from .runtime import RUNTIME
-from .sites import cost, family_of
+from ..estimators import Score
+from ..estimators.baselines import LeaveOneOut
+from .copies import Copies
+from .sites import carries_gradient, cost, family_of
 
 RETURN_COST = "return"
 
@@ -28,12 +31,17 @@ class Trace:
             sites and costs (node attribute `kind`).
     """
 
-    def __init__(self, n, rng, level, decisions, reasons, record=False, param_names=None):
+    def __init__(self, n, rng, level, decisions, reasons, record=False, param_names=None,
+                 plan=None):
         self.n = n
         self.rng = rng
         self.level = level
         self.decisions = decisions
         self.reasons = reasons
+        self.plan = {} if plan is None else plan  # copying site -> copies (see copies.py)
+        self.copies = Copies(n, self.plan)
+        self.rows = self.copies.rows
+        self._reached = set()
         self.sites = {}
         self.cost_sites = {}
         self.plates = ()  # the plates open now, outermost first
@@ -50,6 +58,21 @@ class Trace:
         if name in self.sites or name in self.cost_sites:
             raise ValueError(f"the site name {name!r} is used twice in the model; "
                              "names must be unique")
+
+    def check_copies(self, name, count):
+        """Note that site `name` needs `count` copies of the downstream model; if the run
+        was laid out otherwise, stop it: it runs again with the copies (`Replan`)."""
+        if count != 1 or name in self.plan:
+            self._reached.add(name)
+            if self.plan.get(name) != count:
+                if count == 1:
+                    del self.plan[name]
+                else:
+                    self.plan[name] = count
+                raise Replan(name)
+
+    def carries_gradient(self, v):
+        return carries_gradient(v, self)
 
     def add_site(self, site):
         self.sites[site.name] = site
@@ -120,8 +143,17 @@ class Trace:
     # ------------------------------------------------------------ results
     @property
     def costs(self):
-        """name -> per-draw value of each cost summed over its shape, shape (n,)."""
+        """name -> per-draw value of each cost summed over its shape, shape (n,) (with
+        copies of the run, each draw's copies combined with their weights)."""
         out = {}
+        if self.copies:
+            from .surrogate import SurrogateContext  # (the weights of the copies)
+            ctx = SurrogateContext(self, {}, set())
+            for name, c in self.cost_sites.items():
+                value, plates = ctx.costs[name]
+                value = strip(ctx.grid.per_draw(strip(ctx._weighted(c, strip(value), plates))))
+                out[name] = np.asarray(value).reshape(self.copies.count, self.n).sum(axis=0)
+            return out
         for name, c in self.cost_sites.items():
             raw = np.asarray(strip(c.value), dtype=float)
             if isinstance(c.value, PerSample):
@@ -136,12 +168,6 @@ class Trace:
             raise AttributeError("this trace did not record its graph; use scg.trace(...)")
         return self._graph
 
-    def score_sites(self):
-        return [s for s in self.sites.values() if s.kind == "score"]
-
-    def upstream_scores(self, cost):
-        return [s for s in self.score_sites() if s.name in cost.deps.up]
-
     def downstream_costs(self, site):
         return [c for c in self.cost_sites.values() if site.name in c.deps.up]
 
@@ -153,23 +179,25 @@ class Trace:
         for c in self.cost_sites.values():
             for s in c.deps.rough:
                 where.setdefault(s, f"cost {c.name!r}")
-        for w in self.score_sites():
-            for s in w.param_deps.rough:
-                where.setdefault(s, f"the parameters of site {w.name!r}")
+        for w in self.sites.values():
+            if not w.estimator.differentiable:
+                for s in w.param_deps.rough:
+                    where.setdefault(s, f"the parameters of site {w.name!r}")
         return {s: w for s, w in where.items() if s in self.sites and
-                self.sites[s].kind == "pathwise"}
+                self.sites[s].estimator.differentiable}
 
     def check_forced(self):
         for name, place in self.rough_sites().items():
+            est = self.sites[name].estimator
             warnings.warn(
-                f"site {name!r}: estimator='pathwise' but a path from {name!r} to {place} "
-                "crosses a jump (floor, round, sign, a comparison, argmax) or a black box; "
-                "the pathwise gradient misses the jump and is biased. Use estimator='auto' "
-                "or 'score'", BiasWarning, stacklevel=4)
+                f"site {name!r}: estimator={est!r} differentiates along the draw, but a "
+                f"path from {name!r} to {place} crosses a jump (floor, round, sign, a "
+                "comparison, argmax) or a black box; the gradient misses the jump and is "
+                "biased. Use estimator='auto' or 'score'", BiasWarning, stacklevel=4)
 
     # ------------------------------------------------------------ explanation
     def explain(self):
-        """A readable account of the surrogate: estimators, their reasons, score terms."""
+        """A readable account of the surrogate: estimators, their reasons, their terms."""
         lines = [f"Surrogate objective, averaged over n = {self.n} draws:",
                  "  sum over costs c of  box(sum of log p(w) over score sites w upstream of c) * c",
                  "  + sum over score sites w of  box(log p of the score sites before w)"
@@ -177,28 +205,32 @@ class Trace:
                  "  where box(t) = exp(t - stop_gradient(t)) is 1 in value; its derivatives "
                  "give the score terms.", "", "Sample sites:"]
         for s in self.sites.values():
-            est = s.kind
-            if s.kind == "score":
-                b = s.baseline
-                est += f", baseline: {b.describe() if b is not None else 'none'}"
-            lines.append(f"  {s.name} ~ {s.dist!r}{_in_plates(s.plates)}: {est}")
+            est = s.estimator
+            lines.append(f"  {s.name} ~ {s.dist!r}{_in_plates(s.plates)}: {est.describe(s)}")
             lines.append(f"      because {s.reason}")
-            parents = sorted(s.param_deps.smooth)
-            if s.kind == "score" and parents:
-                lines.append(f"      log p({s.name}) passes pathwise gradients to "
-                             f"{', '.join(parents)} through its parameters")
+            evaluations = est.evaluations(s)
+            lines.append(f"      {'biased' if est.biased else 'unbiased'}; "
+                         f"{evaluations} evaluation{'s' if evaluations != 1 else ''} of the "
+                         "model downstream per draw")
+            lines += [f"      {line}" for line in est.explain_terms(s, self)]
+        if self.copies:
+            lines += ["", f"The run holds {self.copies.count} copies of each draw "
+                      f"({', '.join(f'{k}: {c}' for k, c in zip(self.copies.names, self.copies.sizes))}),"
+                      " with shared randomness downstream of the copied sites."]
         lines += ["", "Costs:"]
         has_plates = any(s.plates for s in self.sites.values()) or \
             any(c.plates for c in self.cost_sites.values())
         for c in self.cost_sites.values():
             path = sorted(c.deps.smooth & {s for s in self.sites
-                                           if self.sites[s].kind == "pathwise"})
-            scores = [s.name for s in self.upstream_scores(c)]
+                                           if self.sites[s].estimator.differentiable})
+            factors = [s.estimator.cost_factor(s) for s in self.sites.values()
+                       if s.name in c.deps.up]
+            factors = [f for f in factors if f]
             parts = []
             if path:
                 parts.append(f"pathwise gradient through {', '.join(path)}")
-            if scores:
-                parts.append(f"multiplied by box(log p of {', '.join(scores)})")
+            if factors:
+                parts.append(f"multiplied by {' * '.join(factors)}")
             if not parts:
                 parts.append("direct gradient only")
             kept, mixed = c.plate_split()
@@ -207,13 +239,6 @@ class Trace:
                 where += (f"; it mixes the elements of plate {', '.join(p.name for p in mixed)}"
                           ", so every element's score meets all of it")
             lines.append(f"  {c.name}{where}: " + "; ".join(parts))
-        terms = [s for s in self.score_sites()]
-        if terms:
-            lines += ["", "Score terms of the first derivative (downstream costs only):"]
-            for s in terms:
-                down = [c.name for c in self.downstream_costs(s)] or ["no cost"]
-                b = " - b" if s.baseline is not None else ""
-                lines.append(f"  grad log p({s.name}) * ({' + '.join(down)}{b})")
         return "\n".join(lines)
 
     def __repr__(self):
@@ -250,10 +275,16 @@ def _in_plates(plates):
     return f" in plate {', '.join(p.name for p in plates)}" if plates else ""
 
 
+class Replan(Exception):
+    """A site needs another layout of copies than the run has: run it again."""
+
+
 def run_model(model, args, kwargs, *, n, rng, decisions, reasons, record=False,
-              param_names=None, wrap_args=None, build=None):
+              param_names=None, wrap_args=None, build=None, plan=None):
     """Run `model` for n draws, re-running with the same randomness until every "auto"
-    site's estimator is valid. `build(trace)` runs inside the batching level (the surrogate).
+    site's estimator is valid and the copies that estimators need are laid out (`plan`,
+    kept by the caller across calls). `build(trace)` runs inside the batching level (the
+    surrogate).
 
     Returns (trace, build's result).
     """
@@ -265,18 +296,27 @@ def run_model(model, args, kwargs, *, n, rng, decisions, reasons, record=False,
             "one model (several scg.sample sites, or a scg.plate of them) and return the "
             "inner average as a cost. (scg.grad of a plain function is fine inside a model.)")
     state = rng.bit_generator.state
+    plan = {} if plan is None else plan
     for _ in range(1000):
         with new_level() as level:
-            trace = Trace(n, rng, level, decisions, reasons, record, param_names)
+            trace = Trace(n, rng, level, decisions, reasons, record, param_names, plan)
             runtime.runs.append(trace)
             saved = runtime.on_op
             runtime.on_op = trace._on_op if record else None
             numpy_state = _numpy_random_position()
             try:
-                call_args = wrap_args(args, level) if wrap_args else args
+                call_args = wrap_args(args, level, trace.rows) if wrap_args else args
                 out = model(*call_args, **kwargs)
                 if out is not None:
                     cost(RETURN_COST, out)
+                stale = [k for k in plan if k not in trace._reached]
+                for k in stale:  # (a copying site this run did not reach)
+                    del plan[k]
+                if stale:
+                    raise Replan(stale[0])
+            except Replan:
+                rng.bit_generator.state = state
+                continue
             finally:
                 runtime.on_op = saved
                 runtime.runs.pop()
@@ -291,7 +331,7 @@ def run_model(model, args, kwargs, *, n, rng, decisions, reasons, record=False,
         # may no longer reach the jump along a path (x -> y -> floor(y) keeps x pathwise)
         order = list(trace.sites)
         s = max(invalid, key=order.index)
-        decisions[s] = "score"
+        decisions[s] = Score(LeaveOneOut() if n > 1 else None)
         reasons[s] = (f"a path from the draw to {invalid[s]} crosses a jump or a black box, "
                       "so the pathwise gradient would be biased")
         rng.bit_generator.state = state

@@ -1,0 +1,28 @@
+"""The building blocks of surrogate terms: zero in value, the estimate in their derivatives."""
+
+import numpy as np
+
+from ..core.tape import Primitive, defvjp
+from ..numpy import rules as R
+
+
+def magic_box(tau):
+    """exp(tau - stop_gradient(tau)): 1 in value; its derivatives reproduce score terms
+    to every order (Foerster et al. 2018)."""
+    return R.exp(R.subtract(tau, R.stop_gradient(tau)))
+
+
+linear_term = Primitive(
+    "linear_term", lambda x, weight, scale: 0.0,
+    doc="0 in value; its derivative in x is scale * weight (plain constants): the score "
+        "term grad log p * (Q - b) with x = log p, or a weak derivative with x a parameter.")
+
+
+def _linear_term_vjp(g, ans, x, weight, scale):
+    c = R.multiply(g, scale)
+    if type(c) in (float, np.float64) and c == 1.0:
+        return weight  # scg.grad_samples seeds n against scale 1/n: no pass over the draws
+    return R.multiply(c, weight)
+
+
+defvjp(linear_term, _linear_term_vjp)
