@@ -158,8 +158,9 @@ class Primitive:
         self.vjps = {}
         self.plain_vjps = None  # first-order twins of the rules (see defvjp_plain)
         self.kind = kind
-        # How per-sample values pass through (see scg/stochastic/persample.py):
-        # "elementwise" for broadcasting elementwise functions, or a rule callable.
+        # How it runs on arguments batched along a leading axis (the draws of
+        # scg/stochastic/persample.py): "elementwise" for broadcasting elementwise functions,
+        # or a rule `rule(prim, args, kwargs, batched)` ("batching rules", scg/numpy/rules.py).
         self.batch = batch
 
     def __call__(self, *args, **kwargs):

@@ -75,6 +75,58 @@ def _restore_reduced(g, x_shape, axis, keepdims):
     return broadcast_to(g, x_shape) if traced else _broadcast_to(g, x_shape)
 
 
+# ---------------------------------------------------------------- batching rules
+# How a primitive runs on arguments batched along a leading axis (the draws of the
+# stochastic layer, which applies these rules: scg/stochastic/persample.py). A primitive's
+# `batch` is EW for a broadcasting elementwise function, or a rule
+# `rule(prim, args, kwargs, batched)`: `args` are the arguments as arrays, a batched one
+# with its leading batch axis; `batched[i]` is the shape of one element of argument i when
+# it is batched, None when the whole batch shares it. Axis arguments count the axes of one
+# element. The rule returns the batched result. Each rule is given where its primitive is
+# defined.
+
+
+def _element_shape(a, batched):
+    return shape(a) if batched is None else batched
+
+
+def batch_lift(v, element_shape, rank):
+    """A batched array `v` whose elements have `element_shape`, with the element rank raised
+    to `rank` by unit axes after the batch axis (so it broadcasts like its elements)."""
+    k = rank - len(element_shape)
+    if k <= 0:
+        return v
+    return reshape(v, (shape(strip(v))[0],) + (1,) * k + element_shape)
+
+
+def _batch_size(args, batched):
+    for a, b in zip(args, batched):
+        if b is not None:
+            return np.shape(strip(a))[0]
+    raise AssertionError("no batched argument")
+
+
+def _axis_in(axis, nd):
+    """An axis argument of one element as an axis of the batch (the batch axis is 0)."""
+    if axis is None:
+        return tuple(range(1, nd + 1))
+    if isinstance(axis, (tuple, list)):
+        return tuple(a % nd + 1 for a in axis)
+    return axis % nd + 1
+
+
+def batch_core_dims(*ranks):
+    """The batching rule of a primitive whose array arguments have `ranks` core dimensions
+    (2 for a matrix, 1 for a vector) and broadcast over the leading ones: batched arguments
+    are lifted to the common leading rank, numpy's broadcasting does the rest."""
+    def rule(prim, args, kwargs, batched):
+        lead = max(len(_element_shape(a, b)) - r for a, b, r in zip(args, batched, ranks))
+        arrays = [batch_lift(a, b, lead + r) if b is not None else a
+                  for a, b, r in zip(args, batched, ranks)]
+        return prim(*arrays, *args[len(ranks):], **kwargs)
+    return rule
+
+
 # ---------------------------------------------------------------- arithmetic
 add = prim("add", np.add, batch=EW)
 subtract = prim("subtract", np.subtract, batch=EW)
@@ -181,8 +233,15 @@ less = prim("less", np.less, "jump", batch=EW)
 less_equal = prim("less_equal", np.less_equal, "jump", batch=EW)
 equal = prim("equal", np.equal, "jump", batch=EW)
 not_equal = prim("not_equal", np.not_equal, "jump", batch=EW)
-argmax = prim("argmax", np.argmax, "jump")
-argmin = prim("argmin", np.argmin, "jump")
+def _batch_arg_extremum(prim, args, kwargs, batched):
+    if kwargs.get("axis") is None:  # over the flattened element
+        flat = reshape(args[0], (-1, int(np.prod(batched[0]))))
+        return prim(flat, axis=-1, keepdims=kwargs.get("keepdims", False))
+    return _batch_reduction(prim, args, kwargs, batched)
+
+
+argmax = prim("argmax", np.argmax, "jump", batch=_batch_arg_extremum)
+argmin = prim("argmin", np.argmin, "jump", batch=_batch_arg_extremum)
 logical_and = prim("logical_and", np.logical_and, "jump", batch=EW)
 logical_or = prim("logical_or", np.logical_or, "jump", batch=EW)
 logical_not = prim("logical_not", np.logical_not, "jump", batch=EW)
@@ -253,7 +312,13 @@ def _sum_large(x, axis, keepdims):
     return None
 
 
-sum_ = prim("sum", _sum)
+def _batch_reduction(prim, args, kwargs, batched):
+    kw = dict(kwargs)
+    kw["axis"] = _axis_in(kw.get("axis"), len(batched[0]))
+    return prim(*args, **kw)
+
+
+sum_ = prim("sum", _sum, batch=_batch_reduction)
 def _mean(x, axis=None, keepdims=False):
     # for floats the sum (np.add.reduce, as np.mean does) over the count, without np.mean's
     # wrappers; np.mean itself for the rest (it sums integers as floats)
@@ -262,9 +327,9 @@ def _mean(x, axis=None, keepdims=False):
     return _sum(x, axis=axis, keepdims=keepdims) / _count(shape(x), axis)
 
 
-mean = prim("mean", _mean)
-max_ = prim("max", np.max)
-min_ = prim("min", np.min)
+mean = prim("mean", _mean, batch=_batch_reduction)
+max_ = prim("max", np.max, batch=_batch_reduction)
+min_ = prim("min", np.min, batch=_batch_reduction)
 
 
 def _count(x_shape, axis):
@@ -310,12 +375,51 @@ def _broadcast_to(x, target):
     return np.broadcast_to(x, target)
 
 
-reshape = prim("reshape", _reshape)
-transpose = prim("transpose", _transpose)
-swapaxes = prim("swapaxes", _swapaxes)
-expand_dims = prim("expand_dims", np.expand_dims)
-squeeze = prim("squeeze", np.squeeze)
-broadcast_to = prim("broadcast_to", _broadcast_to)
+def _batch_reshape(prim, args, kwargs, batched):
+    x, newshape = args
+    return reshape(x, (_batch_size(args, batched),) + tuple(newshape))
+
+
+def _batch_transpose(prim, args, kwargs, batched):
+    axes = args[1] if len(args) > 1 else kwargs.get("axes")
+    nd = len(batched[0])
+    if axes is None:
+        axes = tuple(range(nd - 1, -1, -1))
+    return transpose(args[0], (0,) + tuple(a % nd + 1 for a in axes))
+
+
+def _batch_swapaxes(prim, args, kwargs, batched):
+    x, a, b = args
+    nd = len(batched[0])
+    return swapaxes(x, a % nd + 1, b % nd + 1)
+
+
+def _batch_expand_dims(prim, args, kwargs, batched):
+    x, axis = args
+    axes = axis if isinstance(axis, tuple) else (axis,)
+    out_nd = len(batched[0]) + len(axes)
+    return expand_dims(x, tuple(a % out_nd + 1 for a in axes))
+
+
+def _batch_squeeze(prim, args, kwargs, batched):
+    axis = args[1] if len(args) > 1 else kwargs.get("axis")
+    if axis is None:
+        axis = tuple(i for i, s in enumerate(batched[0]) if s == 1)
+    return squeeze(args[0], _axis_in(axis, len(batched[0])))
+
+
+def _batch_broadcast_to(prim, args, kwargs, batched):
+    x, target = args
+    return broadcast_to(batch_lift(x, batched[0], len(target)),
+                        (_batch_size(args, batched),) + tuple(target))
+
+
+reshape = prim("reshape", _reshape, batch=_batch_reshape)
+transpose = prim("transpose", _transpose, batch=_batch_transpose)
+swapaxes = prim("swapaxes", _swapaxes, batch=_batch_swapaxes)
+expand_dims = prim("expand_dims", np.expand_dims, batch=_batch_expand_dims)
+squeeze = prim("squeeze", np.squeeze, batch=_batch_squeeze)
+broadcast_to = prim("broadcast_to", _broadcast_to, batch=_batch_broadcast_to)
 
 defvjp(reshape, lambda g, ans, x, newshape: reshape(g, shape(x)))
 defvjp(transpose, lambda g, ans, x, axes=None:
@@ -334,8 +438,20 @@ def _stack(*arrays, axis=0):
     return np.stack(arrays, axis=axis)
 
 
-concatenate = prim("concatenate", _concatenate)
-stack = prim("stack", _stack)
+def _batch_joined(new_axes):
+    """concatenate (no new axis) / stack (one): every argument batched, the axis moved past
+    the batch axis."""
+    def rule(prim, args, kwargs, batched):
+        n = _batch_size(args, batched)
+        rank = max(len(_element_shape(a, b)) for a, b in zip(args, batched))
+        arrays = [batch_lift(a, b, rank) if b is not None else broadcast_to(a, (n,) + shape(a))
+                  for a, b in zip(args, batched)]
+        return prim(*arrays, axis=kwargs.get("axis", 0) % (rank + new_axes) + 1)
+    return rule
+
+
+concatenate = prim("concatenate", _concatenate, batch=_batch_joined(0))
+stack = prim("stack", _stack, batch=_batch_joined(1))
 
 
 def _concat_piece(i):
@@ -444,8 +560,88 @@ def _untake(g, index, x_shape):
 _BASIC_INDEX = (int, slice, type(None), type(Ellipsis))
 
 
-getitem = prim("getitem", lambda x, index: x[index])
-gather = prim("gather", lambda x, template, *arrays: x[_fill(template, arrays)])
+class _BatchedIndex:
+    """A batched index array in an index tuple (its batch and the shape of one element)."""
+
+    __slots__ = ("value", "shape")
+
+    def __init__(self, value, element_shape):
+        self.value, self.shape = value, element_shape
+
+
+def _expand_ellipsis(index, nd):
+    if not any(i is Ellipsis for i in index):
+        return index
+    k = sum(1 for i in index if i is not None and i is not Ellipsis)
+    at = next(j for j, i in enumerate(index) if i is Ellipsis)
+    return index[:at] + (slice(None),) * (nd - k) + index[at + 1:]
+
+
+def _is_advanced(i):
+    return isinstance(i, (np.ndarray, list, Tracer, _BatchedIndex))
+
+
+def _check_adjacent(index):
+    flags = [_is_advanced(i) for i in index]
+    if any(flags):  # beside index arrays, integers are advanced indices too
+        flags = [f or isinstance(i, (int, np.integer)) for f, i in zip(flags, index)]
+    if True in flags:
+        first = flags.index(True)
+        last = len(flags) - 1 - flags[::-1].index(True)
+        if not all(flags[first:last + 1]):
+            raise TracingError("indexing a per-sample value with array indices separated by "
+                               "slices is not supported; index in two steps")
+        return first
+    return None
+
+
+def _move_to_front(axis, nd):
+    return (axis,) + tuple(i for i in range(nd) if i != axis)
+
+
+def _batch_getitem(prim, args, kwargs, batched):
+    x, index = args
+    index = _expand_ellipsis(index, len(batched[0]))
+    _check_adjacent(index)
+    return getitem(x, (slice(None),) + index)
+
+
+def _batch_gather(prim, args, kwargs, batched):
+    x, template, *arrays = args
+    slots = iter(zip(arrays, batched[2:]))
+    index = []
+    for t in template:  # (as _fill, with the batched index arrays marked)
+        if t is SLOT:
+            a, b = next(slots)
+            t = _as_index(a) if b is None else _BatchedIndex(a, b)
+        index.append(t)
+    index = _expand_ellipsis(tuple(index), len(_element_shape(x, batched[0])))
+    first = _check_adjacent(index)
+    if any(not isinstance(i, slice) or i != slice(None) for i in index[:first]):
+        raise TracingError("a per-sample index array may only follow full slices (x[:, a]); "
+                           "index in two steps")
+    n = _batch_size(args, batched)
+    advanced = [i for i in index if _is_advanced(i)]
+    rank = max(len(i.shape) if type(i) is _BatchedIndex else np.ndim(i) for i in advanced)
+    index = tuple(_as_index(strip(batch_lift(i.value, i.shape, rank)))
+                  if type(i) is _BatchedIndex else i for i in index)
+    if batched[0] is None:  # shared table: the batch axis appears where the arrays were
+        out = getitem(x, index)
+        return transpose(out, _move_to_front(first, ndim(out)))
+    samples = np.arange(n).reshape((n,) + (1,) * rank)
+    out = getitem(x, (samples,) + index)
+    if first == 0:
+        return out
+    # numpy puts the broadcast array axes first: (n, *arrays, *sliced, *rest)
+    nd = ndim(out)
+    order = [0] + list(range(1 + rank, 1 + rank + first)) + list(range(1, 1 + rank)) + \
+        list(range(1 + rank + first, nd))
+    return transpose(out, tuple(order))
+
+
+getitem = prim("getitem", lambda x, index: x[index], batch=_batch_getitem)
+gather = prim("gather", lambda x, template, *arrays: x[_fill(template, arrays)],
+              batch=_batch_gather)
 
 
 def take(x, indices, axis=None):
@@ -462,8 +658,22 @@ def take(x, indices, axis=None):
         return index(reshape(x, (-1,)), (indices,))
     return index(x, (slice(None),) * (axis % ndim(x)) + (indices,))
 untake = prim("untake", _untake)
+
+
+def _batch_take_along_axis(prim, args, kwargs, batched):
+    x, idx = args[0], args[1]
+    axis = args[2] if len(args) > 2 else kwargs.get("axis", -1)
+    n, rank = _batch_size(args, batched), len(_element_shape(x, batched[0]))
+    # a shared table is broadcast over the batch (a view), so its gradient sums over it
+    table = batch_lift(x, batched[0], rank) if batched[0] is not None else \
+        broadcast_to(x, (n,) + shape(x))
+    idx = strip(batch_lift(idx, batched[1], rank)) if batched[1] is not None else \
+        np.expand_dims(idx, 0)
+    return take_along_axis(table, _as_index(np.asarray(idx)), axis % rank + 1)
+
+
 take_along_axis = prim("take_along_axis", lambda x, indices, axis=-1: np.take_along_axis(
-    x, _as_index(np.asarray(indices)), axis))
+    x, _as_index(np.asarray(indices)), axis), batch=_batch_take_along_axis)
 
 
 def _put_along_axis_add(g, indices, x_shape, axis):
@@ -497,7 +707,25 @@ def _matmul(a, b):
     return np.matmul(a, b)
 
 
-matmul = prim("matmul", _matmul)
+def _batch_matmul(prim, args, kwargs, batched):
+    (a, b), (ba, bb) = args, batched
+    sa, sb = _element_shape(a, ba), _element_shape(b, bb)
+    a_vec, b_vec = len(sa) == 1, len(sb) == 1
+    if a_vec:  # (k,) -> (1, k), batched or not
+        a, sa = expand_dims(a, -2), (1,) + sa
+    if b_vec:
+        b, sb = expand_dims(b, -1), sb + (1,)
+    rank = max(len(sa), len(sb))
+    out = matmul(batch_lift(a, sa, rank) if ba is not None else a,
+                 batch_lift(b, sb, rank) if bb is not None else b)
+    if b_vec:
+        out = squeeze(out, -1)
+    if a_vec:
+        out = squeeze(out, -1 if b_vec else -2)
+    return out
+
+
+matmul = prim("matmul", _matmul, batch=_batch_matmul)
 
 
 def _matmul_a(g, ans, a, b):
@@ -595,7 +823,16 @@ def _einsum(subscripts, *operands):
     return np.einsum(subscripts, *operands)
 
 
-einsum = prim("einsum", _einsum)
+def _batch_einsum(prim, args, kwargs, batched):
+    subscripts, *operands = args
+    ins, out = _parse_einsum(subscripts, [_element_shape(o, b)
+                                          for o, b in zip(operands, batched[1:])])
+    s = next(c for c in "zyxwvutsrqponmlkjihgfedcba" if c not in "".join(ins) + out)
+    ins = [s + i if b is not None else i for i, b in zip(ins, batched[1:])]
+    return einsum(",".join(ins) + "->" + s + out, *operands)
+
+
+einsum = prim("einsum", _einsum, batch=_batch_einsum)
 
 
 def _einsum_piece(i):
@@ -689,10 +926,17 @@ def _softmax(x, axis=-1):
 sigmoid = prim("sigmoid", _sigmoid, doc="1 / (1 + exp(-x)), finite and without overflow for any x.", batch=EW)
 softplus = prim("softplus", _softplus, doc="log(1 + exp(x)), computed stably.", batch=EW)
 relu = prim("relu", _relu, doc="max(x, 0); its derivative at 0 is taken as 0.", batch=EW)
-logsumexp = prim("logsumexp", _logsumexp,
+
+
+def _batch_along_axis(prim, args, kwargs, batched):  # softmax, log_softmax
+    return prim(args[0], axis=_axis_in(kwargs.get("axis", -1), len(batched[0])))
+
+
+logsumexp = prim("logsumexp", _logsumexp, batch=_batch_reduction,
                  doc="log(sum(exp(x), axis)), shifted by the maximum; keyword axis, keepdims.")
-softmax = prim("softmax", _softmax, doc="exp(x) / sum(exp(x), axis), stably; keyword axis=-1.")
-log_softmax = prim("log_softmax", _log_softmax,
+softmax = prim("softmax", _softmax, batch=_batch_along_axis,
+               doc="exp(x) / sum(exp(x), axis), stably; keyword axis=-1.")
+log_softmax = prim("log_softmax", _log_softmax, batch=_batch_along_axis,
                    doc="x - logsumexp(x, axis), stably; keyword axis=-1.")
 
 defvjp(sigmoid, lambda g, ans, x: multiply(g, multiply(ans, subtract(1.0, ans))))

@@ -112,9 +112,18 @@ class PerSample(Tracer):
                             "between draws")
         if rule == "elementwise":
             out = _elementwise(prim, args, kwargs, level)
-        else:
-            out = rule(prim, args, kwargs, level)
-        inputs = [a for a in args if _is_ps(a, level)]
+            inputs = [a for a in args if _is_ps(a, level)]
+        else:  # the rule sees arrays: the physical values and the logical shapes
+            arrays, batched, inputs = [], [], []
+            for a in args:
+                if type(a) is PerSample and a.level == level:
+                    arrays.append(a.value)
+                    batched.append(a.shape)
+                    inputs.append(a)
+                else:
+                    arrays.append(a)
+                    batched.append(None)
+            out = rule(prim, arrays, kwargs, batched)
         deps = Deps.merge([a.deps for a in inputs]).through(prim.kind)
         result = PerSample(out, level, deps)
         on_op = RUNTIME.on_op
@@ -163,210 +172,9 @@ def _elementwise(prim, args, kwargs, level):
     return prim(*phys, **kwargs)
 
 
-def _n_of(args, level):
-    for a in args:
-        if _is_ps(a, level):
-            return np.shape(strip(a.value))[0]
-    raise AssertionError("no per-sample argument")
-
-
-# ------------------------------------------------------------------ axes
-def _axis_in(axis, nd):
-    """A logical axis argument as a physical one (the sample axis is 0)."""
-    if axis is None:
-        return tuple(range(1, nd + 1))
-    if isinstance(axis, (tuple, list)):
-        return tuple(a % nd + 1 for a in axis)
-    return axis % nd + 1
-
-
-def _reduction(prim, args, kwargs, level):
-    x = args[0]
-    kw = dict(kwargs)
-    nd = len(x.shape)
-    if prim in (R.argmax, R.argmin) and kw.get("axis") is None:
-        flat = R.reshape(x.value, (-1, int(np.prod(x.shape))))
-        return prim(flat, axis=-1, keepdims=kw.get("keepdims", False))
-    kw["axis"] = _axis_in(kw.get("axis"), nd)
-    return prim(x.value, *args[1:], **kw)
-
-
-def _softmax_like(prim, args, kwargs, level):
-    x = args[0]
-    return prim(x.value, axis=_axis_in(kwargs.get("axis", -1), len(x.shape)))
-
-
-def _reshape(prim, args, kwargs, level):
-    x, newshape = args
-    return R.reshape(x.value, (_n_of(args, level),) + tuple(newshape))
-
-
-def _transpose(prim, args, kwargs, level):
-    x = args[0]
-    axes = args[1] if len(args) > 1 else kwargs.get("axes")
-    nd = len(x.shape)
-    if axes is None:
-        axes = tuple(range(nd - 1, -1, -1))
-    return R.transpose(x.value, (0,) + tuple(a % nd + 1 for a in axes))
-
-
-def _swapaxes(prim, args, kwargs, level):
-    x, a, b = args
-    nd = len(x.shape)
-    return R.swapaxes(x.value, a % nd + 1, b % nd + 1)
-
-
-def _expand_dims(prim, args, kwargs, level):
-    x, axis = args
-    axes = axis if isinstance(axis, tuple) else (axis,)
-    out_nd = len(x.shape) + len(axes)
-    return R.expand_dims(x.value, tuple(a % out_nd + 1 for a in axes))
-
-
-def _squeeze(prim, args, kwargs, level):
-    x = args[0]
-    axis = args[1] if len(args) > 1 else kwargs.get("axis")
-    if axis is None:
-        axis = tuple(i for i, s in enumerate(x.shape) if s == 1)
-    return R.squeeze(x.value, _axis_in(axis, len(x.shape)))
-
-
-def _broadcast_to(prim, args, kwargs, level):
-    x, shape = args
-    return R.broadcast_to(lift(x, len(shape), level), (_n_of(args, level),) + tuple(shape))
-
-
-def _joined(prim, args, kwargs, level):
-    """concatenate / stack: every argument made physical, the axis moved past the samples."""
-    n = _n_of(args, level)
-    rank = max(len(_lshape(a, level)) for a in args)
-    phys = [lift(a, rank, level) if _is_ps(a, level)
-            else R.broadcast_to(a, (n,) + R.shape(a)) for a in args]
-    out_nd = rank + (prim is R.stack)
-    return prim(*phys, axis=kwargs.get("axis", 0) % out_nd + 1)
-
-
-def _matmul(prim, args, kwargs, level):
-    a, b = args
-    a_vec, b_vec = len(_lshape(a, level)) == 1, len(_lshape(b, level)) == 1
-    if a_vec:
-        a = R.expand_dims(a, -2)  # (k,) -> (1, k), itself batched
-    if b_vec:
-        b = R.expand_dims(b, -1)
-    rank = max(len(_lshape(a, level)), len(_lshape(b, level)))
-    out = R.matmul(*[lift(x, rank, level) if _is_ps(x, level) else x for x in (a, b)])
-    if b_vec:
-        out = R.squeeze(out, -1)
-    if a_vec:
-        out = R.squeeze(out, -1 if b_vec else -2)
-    return out
-
-
-def _core_dims(*ranks):
-    """The batch rule of a primitive whose array arguments have `ranks` core dimensions
-    (2 for a matrix, 1 for a vector) and broadcast over the leading ones: per-draw
-    arguments are lifted to the common batch rank, numpy's broadcasting does the rest."""
-    def rule(prim, args, kwargs, level):
-        batch = max(len(_lshape(a, level)) - r for a, r in zip(args, ranks))
-        phys = [lift(a, batch + r, level) if _is_ps(a, level) else a
-                for a, r in zip(args, ranks)]
-        return prim(*phys, *args[len(ranks):], **kwargs)
-    return rule
-
-
-def _take_along_axis(prim, args, kwargs, level):
-    x, idx = args[0], args[1]
-    axis = args[2] if len(args) > 2 else kwargs.get("axis", -1)
-    n, rank = _n_of(args, level), len(_lshape(x, level))
-    # the table is broadcast over draws (a view), so its gradient sums over them
-    table = lift(x, rank, level) if _is_ps(x, level) else R.broadcast_to(x, (n,) + R.shape(x))
-    idx = strip(lift(idx, rank, level)) if _is_ps(idx, level) else np.expand_dims(idx, 0)
-    return R.take_along_axis(table, R._as_index(np.asarray(idx)), axis % rank + 1)
-
-
-def _einsum(prim, args, kwargs, level):
-    subscripts, *operands = args
-    ins, out = R._parse_einsum(subscripts, [_lshape(o, level) for o in operands])
-    s = next(c for c in "zyxwvutsrqponmlkjihgfedcba" if c not in "".join(ins) + out)
-    ins = [s + i if _is_ps(o, level) else i for i, o in zip(ins, operands)]
-    return R.einsum(",".join(ins) + "->" + s + out, *[_phys(o, level) for o in operands])
-
-
-def _expand_ellipsis(index, nd):
-    if not any(i is Ellipsis for i in index):
-        return index
-    k = sum(1 for i in index if i is not None and i is not Ellipsis)
-    at = next(j for j, i in enumerate(index) if i is Ellipsis)
-    return index[:at] + (slice(None),) * (nd - k) + index[at + 1:]
-
-
-def _is_advanced(i):
-    return isinstance(i, (np.ndarray, list, PerSample)) or R._unbox(i) is not i
-
-
-def _check_adjacent(index):
-    flags = [_is_advanced(i) for i in index]
-    if any(flags):  # beside index arrays, integers are advanced indices too
-        flags = [f or isinstance(i, (int, np.integer)) for f, i in zip(flags, index)]
-    if True in flags:
-        first = flags.index(True)
-        last = len(flags) - 1 - flags[::-1].index(True)
-        if not all(flags[first:last + 1]):
-            raise TracingError("indexing a per-sample value with array indices separated by "
-                               "slices is not supported; index in two steps")
-        return first
-    return None
-
-
-def _getitem(prim, args, kwargs, level):
-    x, index = args
-    index = _expand_ellipsis(index, len(x.shape))
-    _check_adjacent(index)
-    return R.getitem(x.value, (slice(None),) + index)
-
-
-def _gather(prim, args, kwargs, level):
-    x, template, *arrays = args
-    index = _expand_ellipsis(R._fill(template, arrays), len(_lshape(x, level)))
-    first = _check_adjacent(index)
-    if any(not isinstance(i, slice) or i != slice(None) for i in index[:first]):
-        raise TracingError("a per-sample index array may only follow full slices (x[:, a]); "
-                           "index in two steps")
-    n = _n_of(args, level)
-    advanced = [i for i in index if _is_advanced(i)]
-    rank = max(len(_lshape(i, level)) if _is_ps(i, level) else np.ndim(i) for i in advanced)
-    index = tuple(R._as_index(strip(lift(i, rank, level))) if _is_ps(i, level) else i
-                  for i in index)
-    if not _is_ps(x, level):  # shared table: the sample axis appears where the arrays were
-        out = R.getitem(x, index)
-        return R.transpose(out, _move_to_front(first, R.ndim(out)))
-    samples = np.arange(n).reshape((n,) + (1,) * rank)
-    out = R.getitem(x.value, (samples,) + index)
-    if first == 0:
-        return out
-    # numpy puts the broadcast array axes first: (n, *arrays, *sliced, *rest)
-    nd = R.ndim(out)
-    order = [0] + list(range(1 + rank, 1 + rank + first)) + list(range(1, 1 + rank)) + \
-        list(range(1 + rank + first, nd))
-    return R.transpose(out, tuple(order))
-
-
-def _move_to_front(axis, nd):
-    return (axis,) + tuple(i for i in range(nd) if i != axis)
-
-
-for _p in (R.sum_, R.mean, R.max_, R.min_, R.argmax, R.argmin, R.logsumexp):
-    _p.batch = _reduction
-for _p in (R.softmax, R.log_softmax):
-    _p.batch = _softmax_like
-for _p, _rule in ((R.reshape, _reshape), (R.transpose, _transpose), (R.swapaxes, _swapaxes),
-                  (R.expand_dims, _expand_dims), (R.squeeze, _squeeze),
-                  (R.broadcast_to, _broadcast_to), (R.concatenate, _joined),
-                  (R.stack, _joined), (R.matmul, _matmul),
-                  (R.take_along_axis, _take_along_axis), (R.einsum, _einsum),
-                  (R.getitem, _getitem), (R.gather, _gather),
-                  (triangular_solve, _core_dims(2, 1))):
-    _p.batch = _rule
+# Batching rules are given where their primitives are defined (`batch`, see "batching rules"
+# in scg/numpy/rules.py), except that of triangular_solve, given here.
+triangular_solve.batch = R.batch_core_dims(2, 1)
 
 
 # ------------------------------------------------------------------ numpy functions that
