@@ -108,7 +108,8 @@ class Score(Estimator):
 
     def explain_terms(self, site, trace):
         lines = []
-        parents = sorted(site.param_deps.smooth)
+        parents = sorted(p for p in site.param_deps.smooth
+                         if p in trace.sites and trace.sites[p].estimator.differentiable)
         if parents:
             lines.append(f"log p({site.name}) passes pathwise gradients to "
                          f"{', '.join(parents)} through its parameters")

@@ -46,11 +46,11 @@ def check_fits(run, shape, name):
     """Count the memory a new site `name` of logical `shape` adds to `run`; refuse it when
     the run's sites together cannot fit."""
     before = run.bytes_estimate
-    run.bytes_estimate += 8 * run.n * math.prod(shape) * ARRAYS_PER_SITE
+    run.bytes_estimate += 8 * run.rows * math.prod(shape) * ARRAYS_PER_SITE
     if run.bytes_estimate > (1 << 30):  # (below a GiB: not worth a look at the system)
         if run.bytes_budget is None:
             # read once per run: what was free before the earlier sites took their share
             available = available_bytes()
             run.bytes_budget = -1 if available is None else available + before
         if 0 <= run.bytes_budget < run.bytes_estimate:
-            raise memory_error(run.n, run.bytes_estimate, run.bytes_budget, f"site {name!r}")
+            raise memory_error(run.rows, run.bytes_estimate, run.bytes_budget, f"site {name!r}")

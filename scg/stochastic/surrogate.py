@@ -107,9 +107,10 @@ class SurrogateContext:
         if not copies:
             return g
         down = self._down(site)
-        full = np.zeros(tuple(copies.sizes) + (copies.n,) + g.shape[1:])
+        kept = len(copies.names) - len(down)
+        full = np.zeros(tuple(copies.sizes) + (copies.n,) + g.shape[1 + kept:])
         index = tuple(0 if name in down else slice(None) for name in copies.names)
-        full[index] = np.moveaxis(g, 0, len(copies.names) - len(down))
+        full[index] = np.moveaxis(g, 0, kept)
         out = copies.merge(full)
         for e in copies.names:
             if e in site.param_deps.up:

@@ -1,0 +1,134 @@
+"""Enumeration: the exact sum over a finite support, in parallel along the copies of a run."""
+
+import math
+
+import numpy as np
+
+from ..core.tape import strip
+from ..distributions.base import family_of
+from ..errors import EstimatorError
+from ..numpy import rules as R
+from .base import Estimator
+
+FAMILIES = ("Bernoulli", "Binomial", "Categorical", "OneHotCategorical")
+
+
+class Enumerate(Estimator):
+    """Sum over every value of the site, weighting the costs downstream by its probability.
+
+    The site adds no variance. Its values are laid out along the copies of the run: the
+    model downstream is evaluated once per value (with the same upstream values and shared
+    randomness downstream), and each copy's costs are weighted by p(value | parents), a
+    traced weight whose derivative gives the site's share of the gradient, to any order.
+    Inside a plate the elements are enumerated element by element (a plate of 24 Bernoulli
+    sites is 24 sums of 2, as the costs of element b depend on element b only); the other
+    dimensions, and several enumerated sites, combine as the product of their supports.
+
+    Args:
+        max_combinations: the most copies of the run (the product of the supports of all
+            values enumerated jointly) this site may need; more raises EstimatorError.
+
+    Example:
+        >>> scg.sample("a", scg.Bernoulli(logits=z), estimator=scg.Enumerate())
+    """
+
+    name = "enumerate"
+
+    def __init__(self, max_combinations=100_000):
+        if isinstance(max_combinations, bool) or not isinstance(max_combinations, int) or \
+                max_combinations < 1:
+            raise ValueError(f"Enumerate: max_combinations must be a positive int, got "
+                             f"{max_combinations!r}")
+        self.max_combinations = max_combinations
+
+    # ------------------------------------------------------------ the support
+    def check(self, name, dist):
+        family = type(family_of(dist)).__name__
+        if family not in FAMILIES:
+            raise EstimatorError(
+                f"site {name!r}: scg.Enumerate() sums over a finite support, and {family} has "
+                f"none; it serves {', '.join(FAMILIES)}. Use 'auto', scg.Score() or, with a "
+                "sampling path, scg.Pathwise()")
+        _support_size(name, dist)
+
+    def _layout(self, name, dist, plates):
+        """(support size S, the inner batch shape, the dims enumerated per element)."""
+        inner = family_of(dist)
+        shape = tuple(inner.batch_shape)
+        outer = len(dist.batch_shape)
+        per_element = set()
+        for p in plates:
+            d = outer + p.dim  # the plate's dim, counted in the outer batch shape
+            if 0 <= d < len(shape) and shape[d] == p.size and p.size > 1:
+                per_element.add(d)
+        return _support_size(name, dist), shape, per_element
+
+    def copies(self, name, dist, plates):
+        size, shape, per_element = self._layout(name, dist, plates)
+        joint = math.prod(s for d, s in enumerate(shape) if d not in per_element)
+        count = size ** joint if joint * math.log2(max(size, 2)) < 63 else math.inf
+        if count > self.max_combinations:
+            raise EstimatorError(
+                f"site {name!r}: enumerating it jointly takes {size}^{joint} copies of the "
+                f"run, above max_combinations={self.max_combinations:,}. Declare the "
+                "independent dimensions with scg.plate (each element is then enumerated "
+                "alone), raise scg.Enumerate(max_combinations=...), or use another estimator")
+        return int(count)
+
+    def draw(self, d):
+        size, shape, per_element = self._layout(d.name, d.dist, d.run.plates)
+        joint_shape = tuple(1 if i in per_element else s for i, s in enumerate(shape))
+        count = self.copies(d.name, d.dist, d.run.plates)
+        total = d.copies.count
+        if total > self.max_combinations:
+            raise EstimatorError(
+                f"site {d.name!r}: the enumerated sites together take {total:,} copies of "
+                f"the run ({d.copies}), above max_combinations={self.max_combinations:,}; "
+                "enumerate fewer sites, declare plates, or raise max_combinations")
+        # the support index of every value in copy k: k's digits in base S, one per jointly
+        # enumerated variable, the same for every element of a plate
+        digits = np.array(np.unravel_index(np.arange(count), (size,) * math.prod(joint_shape)))
+        table = np.broadcast_to(digits.T.reshape((count,) + joint_shape), (count,) + shape)
+        if type(family_of(d.dist)).__name__ == "OneHotCategorical":
+            table = np.eye(size)[table]
+        value = table[d.copies.index(d.name)]
+        return np.asarray(value, dtype=float)
+
+    # ------------------------------------------------------------ surrogate
+    def weight(self, site, ctx):
+        return R.exp(ctx.log_prob(site))
+
+    # ------------------------------------------------------------ explanation
+    def describe(self, site):
+        size = _support_size(site.name, site.dist)
+        return (f"enumerate: the exact sum over its {size} values per variable, weighted by "
+                "their probabilities (no variance from this site)")
+
+    def cost_factor(self, site):
+        return f"p({site.name}), summed over its values"
+
+    def explain_terms(self, site, trace):
+        down = [c.name for c in trace.downstream_costs(site)] or ["no cost"]
+        return [f"sum over the values v of {site.name}: grad [p({site.name} = v) * "
+                f"({' + '.join(down)})(v)]"]
+
+    def __repr__(self):
+        return ("Enumerate()" if self.max_combinations == 100_000 else
+                f"Enumerate(max_combinations={self.max_combinations})")
+
+
+def _support_size(name, dist):
+    inner = family_of(dist)
+    family = type(inner).__name__
+    if family == "Bernoulli":
+        return 2
+    if family == "Categorical":
+        return int(inner.num_categories)
+    if family == "OneHotCategorical":
+        return int(inner.num_categories)
+    n = np.unique(np.asarray(strip(inner.total_count)))
+    if n.size != 1:
+        raise EstimatorError(
+            f"site {name!r}: scg.Enumerate() needs one total_count for every element of "
+            f"the Binomial, got {n.size} different ones; split the site by total_count")
+    return int(n[0]) + 1
