@@ -5,6 +5,7 @@ Every estimator derives from `Estimator` (see `base.py` for the protocol), one f
 
 from . import baselines
 from .base import Estimator
+from .disarm import DisARM
 from .enumerate import Enumerate
 from .pathwise import Pathwise
 from .score import Score
@@ -29,4 +30,4 @@ def as_estimator(spec):
                      f"got {spec!r}")
 
 
-__all__ = ["Estimator", "Enumerate", "Pathwise", "Score", "baselines", "as_estimator"]
+__all__ = ["DisARM", "Estimator", "Enumerate", "Pathwise", "Score", "baselines", "as_estimator"]

@@ -56,6 +56,7 @@ class Site:
     reason: str
     plates: tuple
     param_deps: Deps
+    aux: dict = field(default_factory=dict, repr=False)  # what the estimator's draw kept
     _log_prob: object = field(default=None, repr=False)
 
     @property
@@ -153,7 +154,7 @@ def sample(name, dist, *, estimator="auto"):
         value = read_only(np.asarray(draw, dtype=float))
         deps = Deps(param_deps.up | {name}, frozenset({name}), frozenset())
     out = PerSample(value, level, deps, plates=run.plates)
-    site = Site(name, dist, out, est, reason, run.plates, param_deps)
+    site = Site(name, dist, out, est, reason, run.plates, param_deps, d.aux)
     est.after_draw(site, run)
     run.add_site(site)
     return out
@@ -204,6 +205,7 @@ class SiteDraw:
         self.copies = run.copies
         self.param_deps = param_deps
         self.antithetic = antithetic
+        self.aux = {}  # kept on the site for the estimator's surrogate terms
         self.clone, self.shape, self.per_row = _physical(dist, self.rows, level)
         if antithetic and self.n % 2:
             raise EstimatorError(f"site {name!r}: antithetic draws come in pairs, so n must "
@@ -260,6 +262,18 @@ class SiteDraw:
                 f"site {self.name!r}: antithetic draws need a sampling path from noise; "
                 f"{type(family_of(self.dist)).__name__} has none")
         return self._draw(lambda dist, rng, shape: dist._sample(rng, shape))
+
+    def uniform(self):
+        """U(0, 1) numbers of the site's physical shape (rows, *batch, *event), shared by
+        every copy (for estimators that draw through an inverse CDF)."""
+        return self._draw(lambda dist, rng, shape: rng.random(dist._extended_shape(shape)))
+
+    def draws(self, fn):
+        """fn(plain dist, rng, sample shape) -> an array for the n draws: drawn with the
+        common random numbers of `noise` (shared by copies; per copy from one generator
+        state when the parameters differ between copies). The plain dist has physical
+        parameters; its `_extended_shape(shape)` is the output's shape."""
+        return self._draw(lambda dist, rng, shape: fn(_plain(dist), rng, shape))
 
     def plain_params(self):
         """The family's parameters as plain arrays of physical shape (rows, ...) or shared."""

@@ -25,7 +25,8 @@ from ..errors import EstimatorError
 from ..estimators.baselines import warn_if_own_draw_counts
 from ..estimators.terms import magic_box
 from ..numpy import rules as R
-from .persample import PerSample
+from ..distributions.base import family_of
+from .persample import PerSample, lift
 
 
 def surrogate(trace, baseline_state, checked):
@@ -136,6 +137,31 @@ class SurrogateContext:
         of `values` (of q's shape) at the site's copy indices k = 0, 1, ..."""
         axis = 1 + [e for e in self.copies.names if e not in self._down(site)].index(site.name)
         return [np.take(values, k, axis=axis) for k in range(values.shape[axis])]
+
+    def param(self, site, key):
+        """The family's parameter `key` of the site, traced, of physical shape
+        (rows, *batch_shape, *event part): shared values are broadcast to every row."""
+        inner = family_of(site.dist)
+        v = inner.params[key]
+        c = inner.arg_constraints.get(key)
+        event = R.shape(strip(v.value if isinstance(v, PerSample) else v))
+        event = tuple(event[len(event) - c.event_dim:]) if c is not None and c.event_dim else ()
+        full = (self.trace.rows,) + tuple(inner.batch_shape) + event
+        if isinstance(v, PerSample):
+            return R.broadcast_to(lift(v, len(full) - 1, v.level), full)
+        return R.broadcast_to(v, full)
+
+    def to_batch(self, x, site):
+        """A grid array (rows, *plate axes) laid out on the site's batch dims
+        (rows, *batch_shape): each plate axis of the site at its dim, size 1 elsewhere."""
+        shape = tuple(family_of(site.dist).batch_shape)
+        nb = len(shape)
+        target = [1] * nb
+        for p in site.plates:
+            j = nb + p.dim
+            if 0 <= j < nb and shape[j] == p.size:
+                target[j] = p.size
+        return np.reshape(x, (np.shape(x)[0],) + tuple(target))
 
     def baseline_state(self, name):
         return self._baseline_state.setdefault(name, {})
