@@ -18,7 +18,7 @@ from .numpy import rules as R
 class _Traced:
     """The arguments of one call, with the differentiated leaves boxed at `level`."""
 
-    def __init__(self, args, argnums, level):
+    def __init__(self, args, argnums, level, floats_only=False):
         n_args = len(args)
         if type(argnums) is int:  # the usual case, first: this runs on every gradient call
             self.single, self.argnums = True, (argnums,)
@@ -61,9 +61,13 @@ class _Traced:
         self._roots = []
         for i in self.argnums:
             leaves, treedef = pytree.flatten_leaves(args[i])
-            roots = [new_root(leaf if type(leaf) is np.ndarray and leaf.dtype is _F64
-                              else _as_float(leaf, i, treedef, k), level)
-                     for k, leaf in enumerate(leaves)]
+            if floats_only:  # (scg.trace: the float leaves are parameters, others pass)
+                roots = [new_root(np.asarray(leaf, dtype=float), level) if _is_float(leaf)
+                         else leaf for leaf in leaves]
+            else:
+                roots = [new_root(leaf if type(leaf) is np.ndarray and leaf.dtype is _F64
+                                  else _as_float(leaf, i, treedef, k), level)
+                         for k, leaf in enumerate(leaves)]
             self.args[i] = roots[0] if treedef is None else pytree.unflatten(treedef, roots)
             self.parts.append((treedef, roots))
             self._roots += roots
@@ -75,8 +79,8 @@ class _Traced:
     def shapes(self):
         return [R.shape(r.value) for r in self._roots]
 
-    def names(self):
-        return [f"argument {i}{p}" for i, (treedef, _) in zip(self.argnums, self.parts)
+    def names(self, prefix="argument "):
+        return [f"{prefix}{i}{p}" for i, (treedef, _) in zip(self.argnums, self.parts)
                 for p in pytree.leaf_paths(treedef)]
 
     def rebuild(self, flat):
@@ -92,6 +96,11 @@ class _Traced:
 
 
 _F64 = np.dtype(np.float64)
+
+
+def _is_float(leaf):
+    return isinstance(leaf, (float, np.ndarray, np.generic)) and \
+        np.asarray(leaf).dtype.kind == "f"
 _ONE = np.float64(1.0)
 
 
@@ -184,24 +193,7 @@ def _gradient_function(fun, argnums, allow_unused, with_value):
 
     @functools.wraps(fun)
     def gradient_function(*args, **kwargs):
-        with new_level() as level:
-            traced = _Traced(args, argnums, level)
-            out = fun(*traced.args, **kwargs)
-            value = strip(out, level - 1)
-            out_shape = R.shape(value)  # (logical: inside a model, value may differ per draw)
-            if out_shape and math.prod(out_shape) != 1:
-                raise TypeError(f"grad needs a scalar output, got shape {out_shape}; "
-                                "use scg.jacobian for vector outputs")
-            roots = traced.roots()
-            if isinstance(out, Box) and out.level == level:
-                seed = np.ones(out_shape) if out_shape else _ONE  # (a number: cheaper arithmetic)
-                grads = backward(out, seed, roots)
-            else:
-                grads = [None] * len(roots)
-        if needs_path:
-            _check_reached(grads, traced, fun)
-        if check is not None:
-            check(grads, traced.names, roots)
+        traced, value, grads = reverse(fun, args, kwargs, argnums, needs_path, check)
         gradient = traced.rebuild(_finish(grads, traced.shapes()))
         if not with_value:
             return gradient
@@ -210,6 +202,42 @@ def _gradient_function(fun, argnums, allow_unused, with_value):
         return value, gradient
 
     return gradient_function
+
+
+def reverse(fun, args, kwargs, argnums, needs_path=False, check=None, per_draw=None):
+    """The one reverse pass behind every gradient: box the differentiated arguments at a
+    new level, call `fun`, check that its output is a scalar, backpropagate, and check that
+    every argument was reached (`needs_path`: `fun.no_path_message(name)` says why not)
+    and that the gradient is finite (`check(grads, names, roots)`).
+
+    `per_draw(traced, level)`, for per-draw gradients of an expectation, returns
+    (the function to call instead of fun, the roots to differentiate, the seed).
+
+    Returns (the traced arguments, the output's value, the cotangents of the roots).
+    """
+    with new_level() as level:
+        traced = _Traced(args, argnums, level)
+        if per_draw is None:
+            call, roots, seed = fun, traced.roots(), None
+        else:
+            call, roots, seed = per_draw(traced, level)
+        out = call(*traced.args, **kwargs)
+        value = strip(out, level - 1)
+        out_shape = R.shape(value)  # (logical: inside a model, value may differ per draw)
+        if out_shape and math.prod(out_shape) != 1:
+            raise TypeError(f"grad needs a scalar output, got shape {out_shape}; "
+                            "use scg.jacobian for vector outputs")
+        if isinstance(out, Box) and out.level == level:
+            if seed is None:
+                seed = np.ones(out_shape) if out_shape else _ONE  # (a number: cheaper)
+            grads = backward(out, seed, roots)
+        else:
+            grads = [None] * len(roots)
+    if needs_path:
+        _check_reached(grads, traced, fun)
+    if check is not None:
+        check(grads, traced.names, roots)
+    return traced, value, grads
 
 
 def jacobian(fun, argnums=0):

@@ -6,7 +6,7 @@ import weakref
 import numpy as np
 
 from ..core import pytree
-from ..differential_operators import _Traced
+from ..differential_operators import _Traced, reverse
 from ..core.tape import (Box, backward, current_level, dropped_at, new_level, new_root,
                          strip)
 from ..errors import NoGradientPathError
@@ -248,41 +248,43 @@ def grad_samples(E, argnums=0, *, allow_unused=False):
     if not isinstance(E, Expectation):
         raise TypeError("scg.grad_samples takes an expectation made by scg.expectation")
 
-    def grad_samples_fun(*args, **kwargs):
+    def per_draw(traced, level):
+        # each differentiated leaf is copied once per draw: one backward pass, seeded with n
+        # against the objective's average, gives every draw's own gradient
         n = E.n
-        with new_level() as level:
-            traced = _Traced(args, argnums, level)
-            copies = [new_root(np.broadcast_to(r.value, (n,) + np.shape(r.value)), level)
-                      for r in traced.roots()]
-            positions = _root_positions(traced)
+        copies = [new_root(np.broadcast_to(r.value, (n,) + np.shape(r.value)), level)
+                  for r in traced.roots()]
+        positions = _root_positions(traced)
 
-            def per_draw_args(call_args, batch_level, rows):
-                call_args = list(call_args)
-                for (i, treedef, k0, count) in positions:
-                    # (with copies of the run, every copy of draw i uses draw i's parameters)
-                    leaves = [PerSample(c if rows == n else R.reshape(
-                        R.broadcast_to(c, (rows // n,) + np.shape(c.value)),
-                        (rows,) + np.shape(c.value)[1:]), batch_level, NO_DEPS)
-                        for c in copies[k0:k0 + count]]
-                    call_args[i] = pytree.unflatten(treedef, leaves)
-                return call_args
+        def per_draw_args(call_args, batch_level, rows):
+            call_args = list(call_args)
+            for (i, treedef, k0, count) in positions:
+                # (with copies of the run, every copy of draw i uses draw i's parameters)
+                leaves = [PerSample(c if rows == n else R.reshape(
+                    R.broadcast_to(c, (rows // n,) + np.shape(c.value)),
+                    (rows,) + np.shape(c.value)[1:]), batch_level, NO_DEPS)
+                    for c in copies[k0:k0 + count]]
+                call_args[i] = pytree.unflatten(treedef, leaves)
+            return call_args
 
-            objective = E._objective(traced.args, kwargs, wrap_args=per_draw_args)
-            if isinstance(objective, Box) and objective.level == level:
-                # seeded with n: the objective averages the draws, each copy gets its own
-                grads = backward(objective, np.float64(n), copies)
-            else:
-                grads = [None] * len(copies)
-        E.check_gradient(grads, traced.names, copies)
-        names = traced.names()
+        def call(*args, **kwargs):
+            return E._objective(args, kwargs, wrap_args=per_draw_args)
+
+        return call, copies, np.float64(n)
+
+    def grad_samples_fun(*args, **kwargs):
+        traced, _, grads = reverse(E, args, kwargs, argnums, needs_path=not allow_unused,
+                                   check=E.check_gradient, per_draw=per_draw)
+        n = E.n
         flat = []
-        for g, c, name in zip(grads, copies, names):
-            if g is None:
-                if not allow_unused:
-                    raise NoGradientPathError(E.no_path_message(name))
-                g = np.zeros(np.shape(c.value))
-            g = np.asarray(strip(g), dtype=float)
+        for g, shape in zip(grads, traced.shapes()):
+            g = np.zeros((n,) + tuple(shape)) if g is None else np.asarray(strip(g), dtype=float)
             flat.append(g if g.flags.writeable else g.copy())  # not a broadcast view
+        if any(s.estimator.antithetic for s in E.last_trace.sites.values()):
+            # draw i and draw i + n/2 share their noise: only the pair means are independent
+            half = n // 2
+            flat = [0.5 * (g[:half] + g[half:]) for g in flat]
+            n = half
         return GradSamples(traced.rebuild(flat), n)
 
     return grad_samples_fun
@@ -308,19 +310,9 @@ def trace(model, *args, n=1, seed=None, **kwargs):
     """
     rng = _generator(seed)
     with new_level() as level:
-        boxed, names = [], {}
-        for i, a in enumerate(args):
-            leaves, treedef, paths = pytree.flatten(a)
-            roots = []
-            for leaf, path in zip(leaves, paths):
-                if isinstance(leaf, (int, float, np.ndarray, np.generic)) and \
-                        np.asarray(leaf).dtype.kind == "f":
-                    r = new_root(np.asarray(leaf, dtype=float), level)
-                    names[r] = f"arg{i}{path}"
-                    roots.append(r)
-                else:
-                    roots.append(leaf)
-            boxed.append(pytree.unflatten(treedef, roots))
-        t, _ = run_model(model, tuple(boxed), kwargs, n=n, rng=rng, decisions={}, reasons={},
-                         record=True, param_names=names)
+        traced = _Traced(args, tuple(range(len(args))), level, floats_only=True)
+        names = {r: name for r, name in zip(traced.roots(), traced.names(prefix="arg"))
+                 if isinstance(r, Box)}
+        t, _ = run_model(model, tuple(traced.args), kwargs, n=n, rng=rng, decisions={},
+                         reasons={}, record=True, param_names=names)
     return t
