@@ -17,7 +17,8 @@ def _solve(a, b, lower=True):
 
 triangular_solve = Primitive(
     "triangular_solve", _solve,
-    doc="z with T z = b for the lower (lower=True) or upper triangle T of a; b has shape (..., d).")
+    doc="z with T z = b for the lower (lower=True) or upper triangle T of a; b has shape (..., d).",
+    batch=R.batch_core_dims(2, 1))
 
 
 def _mask(a, lower):

@@ -13,7 +13,6 @@ whether along a differentiable path ("smooth") or across a jump or black box
 import numpy as np
 
 from ..core.tape import Tracer, strip
-from ..distributions.multivariate_normal import triangular_solve
 from ..errors import TracingError
 from ..numpy import rules as R
 from ..numpy.dispatch import FUNCTIONS, array_function, install_array_methods
@@ -172,9 +171,8 @@ def _elementwise(prim, args, kwargs, level):
     return prim(*phys, **kwargs)
 
 
-# Batching rules are given where their primitives are defined (`batch`, see "batching rules"
-# in scg/numpy/rules.py), except that of triangular_solve, given here.
-triangular_solve.batch = R.batch_core_dims(2, 1)
+# (Batching rules are given where their primitives are defined: `batch`, see "batching
+# rules" in scg/numpy/rules.py.)
 
 
 # ------------------------------------------------------------------ numpy functions that
