@@ -7,6 +7,7 @@ from . import baselines
 from .base import Estimator
 from .disarm import DisARM
 from .enumerate import Enumerate
+from .gumbel_softmax import GumbelSoftmax
 from .pathwise import Pathwise
 from .score import Score
 
@@ -30,4 +31,5 @@ def as_estimator(spec):
                      f"got {spec!r}")
 
 
-__all__ = ["DisARM", "Estimator", "Enumerate", "Pathwise", "Score", "baselines", "as_estimator"]
+__all__ = ["DisARM", "Estimator", "Enumerate", "GumbelSoftmax", "Pathwise", "Score", "baselines",
+           "as_estimator"]
