@@ -10,6 +10,7 @@ from .enumerate import Enumerate
 from .gumbel_softmax import GumbelSoftmax
 from .pathwise import Pathwise
 from .score import Score
+from .terms import linear_term, magic_box
 
 _NAMED = {"pathwise": Pathwise, "score": Score}
 
@@ -31,5 +32,5 @@ def as_estimator(spec):
                      f"got {spec!r}")
 
 
-__all__ = ["DisARM", "Estimator", "Enumerate", "GumbelSoftmax", "Pathwise", "Score", "baselines",
+__all__ = ["linear_term", "magic_box", "DisARM", "Estimator", "Enumerate", "GumbelSoftmax", "Pathwise", "Score", "baselines",
            "as_estimator"]
