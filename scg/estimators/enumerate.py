@@ -1,5 +1,6 @@
 """Enumeration: the exact sum over a finite support, in parallel along the copies of a run."""
 
+import functools
 import math
 
 import numpy as np
@@ -85,14 +86,8 @@ class Enumerate(Estimator):
                 f"site {d.name!r}: the enumerated sites together take {total:,} copies of "
                 f"the run ({d.copies}), above max_combinations={self.max_combinations:,}; "
                 "enumerate fewer sites, declare plates, or raise max_combinations")
-        # the support index of every value in copy k: k's digits in base S, one per jointly
-        # enumerated variable, the same for every element of a plate
-        digits = np.array(np.unravel_index(np.arange(count), (size,) * math.prod(joint_shape)))
-        table = np.broadcast_to(digits.T.reshape((count,) + joint_shape), (count,) + shape)
-        if type(family_of(d.dist)).__name__ == "OneHotCategorical":
-            table = np.eye(size)[table]
-        value = table[d.copies.index(d.name)]
-        return np.asarray(value, dtype=float)
+        one_hot = type(family_of(d.dist)).__name__ == "OneHotCategorical"
+        return _values(size, joint_shape, shape, count, one_hot)[d.copies.index(d.name)]
 
     # ------------------------------------------------------------ surrogate
     def weight(self, site, ctx):
@@ -115,6 +110,18 @@ class Enumerate(Estimator):
     def __repr__(self):
         return ("Enumerate()" if self.max_combinations == 100_000 else
                 f"Enumerate(max_combinations={self.max_combinations})")
+
+
+@functools.lru_cache(maxsize=64)
+def _values(size, joint_shape, shape, count, one_hot):
+    """The site's value in each of its copies, shape (count, *shape[, size]): in copy k
+    the digits of k in base `size`, one per jointly enumerated variable, the same for every
+    element of a plate (one-hot vectors for a OneHotCategorical)."""
+    digits = np.array(np.unravel_index(np.arange(count), (size,) * math.prod(joint_shape)))
+    table = np.broadcast_to(digits.T.reshape((count,) + joint_shape), (count,) + shape)
+    values = np.eye(size)[table] if one_hot else table.astype(float)
+    values.flags.writeable = False
+    return values
 
 
 def _support_size(name, dist):

@@ -9,6 +9,7 @@ n draws, one copy per combination of those sites' values: physical row
 downstream, sites draw with the same randomness in every copy (common random numbers).
 """
 
+import functools
 import math
 
 import numpy as np
@@ -35,13 +36,7 @@ class Copies:
         """The copy index of site `name` for every row, shape (rows,)."""
         got = self._index.get(name)
         if got is None:
-            k = self.axis(name)
-            shape = [1] * len(self.sizes) + [1]
-            shape[k] = self.sizes[k]
-            idx = np.arange(self.sizes[k]).reshape(shape)
-            got = np.broadcast_to(idx, tuple(self.sizes) + (self.n,)).reshape(-1)
-            got.flags.writeable = False
-            self._index[name] = got
+            got = self._index[name] = _index(tuple(self.sizes), self.n, self.axis(name))
         return got
 
     def first(self, names):
@@ -81,5 +76,11 @@ class Copies:
         return f"Copies(n={self.n}, {dict(zip(self.names, self.sizes))})"
 
 
-def no_copies(n):
-    return Copies(n, {})
+@functools.lru_cache(maxsize=256)
+def _index(sizes, n, k):
+    shape = [1] * len(sizes) + [1]
+    shape[k] = sizes[k]
+    idx = np.arange(sizes[k]).reshape(shape)
+    got = np.broadcast_to(idx, sizes + (n,)).reshape(-1)
+    got.flags.writeable = False
+    return got

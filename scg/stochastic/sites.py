@@ -79,9 +79,12 @@ class Site:
     def log_prob(self):
         """log p(value | parents), physical shape (rows, *batch_shape), computed once."""
         if self._log_prob is None:
+            # on the physical values: per-draw parameters lifted to their rows, shared ones
+            # broadcast by numpy (tape operations, without the per-draw layer's dispatch)
+            draw = self.draw
             with _no_recording():
-                lp = self.dist.log_prob(self.draw)
-            self._log_prob = lp.value if isinstance(lp, PerSample) else lp
+                lp = _traced_physical(self.dist, draw.level).log_prob(draw.value)
+            self._log_prob = lp
             bad = count_nonfinite(strip(self._log_prob))
             if bad:
                 raise FloatingPointError(
@@ -342,6 +345,23 @@ def _physical(dist, n, level):
         else:
             plain[key] = v if v is None else np.asarray(strip(v))
     return dist._rebuild(plain), (), tuple(lifted)
+
+
+def _traced_physical(dist, level):
+    """dist with its per-draw parameters replaced by their traced physical values, lifted
+    to full rank (rows, *batch, *event): a distribution over the rows of a run."""
+    inner = family_of(dist)
+    params = inner.params
+    if not any(isinstance(v, PerSample) and v.level == level for v in params.values()):
+        return dist
+    lifted = {}
+    for key, v in params.items():
+        if isinstance(v, PerSample) and v.level == level:
+            c = inner.arg_constraints.get(key)
+            lifted[key] = lift(v, len(inner.batch_shape) + (c.event_dim if c else 0), level)
+        else:
+            lifted[key] = v
+    return dist._rebuild(lifted)
 
 
 # ---------------------------------------------------------------------- cost
