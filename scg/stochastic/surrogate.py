@@ -154,12 +154,12 @@ class SurrogateContext:
     def to_batch(self, x, site):
         """A grid array (rows, *plate axes) laid out on the site's batch dims
         (rows, *batch_shape): each plate axis of the site at its dim, size 1 elsewhere."""
-        shape = tuple(family_of(site.dist).batch_shape)
-        nb = len(shape)
-        target = [1] * nb
+        shape = tuple(family_of(site.dist).batch_shape)  # (to_event dims at its right)
+        outer = len(site.dist.batch_shape)  # plates count their dims from its right
+        target = [1] * len(shape)
         for p in site.plates:
-            j = nb + p.dim
-            if 0 <= j < nb and shape[j] == p.size:
+            j = outer + p.dim
+            if 0 <= j < outer and shape[j] == p.size:
                 target[j] = p.size
         return np.reshape(x, (np.shape(x)[0],) + tuple(target))
 
@@ -238,8 +238,9 @@ class SurrogateContext:
                         f"site outside the plate to enumerate its joint values")
                 value = R.multiply(value, w)
             else:
-                value = R.multiply(value, np.reshape(copies.first([e]), np.shape(
-                    strip(value))[:1] + (1,) * (np.ndim(strip(value)) - 1)))
+                # (a shared cost, of one row, is counted once per draw too)
+                value = R.multiply(value, np.reshape(copies.first([e]), (-1,) + (1,) * (
+                    np.ndim(strip(value)) - 1)))
         return value
 
     def _down(self, site):

@@ -152,7 +152,8 @@ class Trace:
             for name, c in self.cost_sites.items():
                 value, plates = ctx.costs[name]
                 value = strip(ctx.grid.per_draw(strip(ctx._weighted(c, strip(value), plates))))
-                out[name] = np.asarray(value).reshape(self.copies.count, self.n).sum(axis=0)
+                value = np.broadcast_to(value, (self.rows,))
+                out[name] = value.reshape(self.copies.count, self.n).sum(axis=0)
             return out
         for name, c in self.cost_sites.items():
             raw = np.asarray(strip(c.value), dtype=float)

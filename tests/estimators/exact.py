@@ -12,7 +12,7 @@ def numeric_grad(f, x, h=1e-6):
     if x.ndim == 0:
         return (f(x + h) - f(x - h)) / (2 * h)
     return np.array([(f(x + h * e) - f(x - h * e)) / (2 * h)
-                     for e in np.eye(x.size).reshape((x.size,) + x.shape)])
+                     for e in np.eye(x.size).reshape((x.size,) + x.shape)]).reshape(x.shape)
 
 
 def numeric_hessian(f, x, h=1e-4):

@@ -109,3 +109,26 @@ def test_errors_and_explain():
         scg.hessian(E)(TH)
     text = scg.trace(model_for(False), TH, n=2).explain()
     assert "DisARM" in text and "2 evaluations of the model downstream per draw" in text
+
+
+def test_a_plate_of_vectors_with_to_event():
+    # a plate of 3 data points, each with 4 coupled coins (to_event): per point, DisARM
+    # meets that point's cost only
+    t = np.array([[0.2, 0.9, 0.1, 0.5], [0.7, 0.3, 0.6, 0.4], [0.5, 0.5, 0.0, 1.0]])
+    th = np.array([[0.3, -0.5, 0.8, 0.1], [-0.2, 0.4, 0.0, 0.6], [0.9, -0.9, 0.2, -0.3]])
+
+    def model(th):
+        with scg.plate("data", 3):
+            b = scg.sample("b", scg.Bernoulli(logits=th).to_event(1), estimator=scg.DisARM())
+            return (np.sum(b * t, axis=-1) - 1.0) ** 2
+
+    states = np.array(list(itertools.product([0, 1], repeat=4)), dtype=float)
+
+    def exact(th):
+        p = sig(th)
+        return sum(np.prod(np.where(states == 1, p[i], 1 - p[i]), axis=1)
+                   @ ((states @ t[i] - 1.0) ** 2) for i in range(3))
+
+    gs = scg.grad_samples(scg.expectation(model, n=50_000, seed=5))(th)
+    z = (gs.mean - numeric_grad(exact, th)) / gs.stderr
+    assert np.all(np.abs(z) < 4.5), z

@@ -186,3 +186,15 @@ def test_the_value_and_explain():
     assert "2 evaluations of the model downstream per draw" in text
     assert "p(a), summed over its values" in text
     assert "The run holds 2 copies of each draw" in text
+
+
+def test_a_cost_shared_by_all_draws_counts_once():
+    def model(th):
+        a = scg.sample("a", scg.Bernoulli(logits=th), estimator=scg.Enumerate())
+        scg.cost("prior", th ** 2)  # depends on no draw
+        return a
+
+    E = scg.expectation(model, n=3, seed=0)
+    assert E(0.5) == pytest.approx(sig(0.5) + 0.25, rel=1e-12)
+    assert scg.grad(E)(0.5) == pytest.approx(sig(0.5) * (1 - sig(0.5)) + 1.0, rel=1e-10)
+    assert np.allclose(scg.trace(model, 0.5, n=3).costs["prior"], 0.25)
