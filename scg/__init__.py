@@ -6,8 +6,8 @@ from .differential_operators import grad, hessian, hvp, jacobian, value_and_grad
 from .distributions import *  # noqa: F401,F403  (every family: scg.Normal, scg.Bernoulli, ...)
 from .errors import (BiasWarning, EstimatorError, NoGradientPathError, RandomnessWarning,
                      TracingError)
-from .estimators import (DisARM, Enumerate, Estimator, GumbelSoftmax, Pathwise, Score,
-                         baselines)
+from .estimators import (DisARM, Enumerate, Estimator, GumbelSoftmax, MeasureValued, Pathwise,
+                         Score, baselines)
 from .stochastic.expectation import Expectation, GradSamples, expectation, grad_samples, trace
 from .stochastic.sites import blackbox, cost, plate, sample
 from .stochastic.trace import Trace
@@ -19,7 +19,7 @@ __all__ = list(distributions.__all__) + [
     "sigmoid", "softplus", "relu", "logsumexp", "softmax", "log_softmax", "take",
     "sample", "cost", "plate", "blackbox", "expectation", "grad_samples", "trace",
     "Expectation", "GradSamples", "Trace", "Pathwise", "Score", "Enumerate", "DisARM",
-    "GumbelSoftmax", "baselines",
+    "GumbelSoftmax", "MeasureValued", "baselines",
     "TracingError", "EstimatorError", "NoGradientPathError", "BiasWarning", "RandomnessWarning",
 ]
 

@@ -8,6 +8,7 @@ from .base import Estimator
 from .disarm import DisARM
 from .enumerate import Enumerate
 from .gumbel_softmax import GumbelSoftmax
+from .measure_valued import MeasureValued
 from .pathwise import Pathwise
 from .score import Score
 from .terms import linear_term, magic_box
@@ -32,5 +33,5 @@ def as_estimator(spec):
                      f"got {spec!r}")
 
 
-__all__ = ["linear_term", "magic_box", "DisARM", "Estimator", "Enumerate", "GumbelSoftmax", "Pathwise", "Score", "baselines",
+__all__ = ["linear_term", "magic_box", "DisARM", "Estimator", "Enumerate", "GumbelSoftmax", "MeasureValued", "Pathwise", "Score", "baselines",
            "as_estimator"]
