@@ -3,7 +3,6 @@ and Tucker 2020), unbiased, with two evaluations of the downstream model per dra
 
 import numpy as np
 
-from ..core.tape import strip
 from ..distributions.base import family_of
 from ..errors import EstimatorError
 from ..numpy import rules as R
@@ -40,10 +39,12 @@ class DisARM(Estimator):
 
     def draw(self, d):
         u = d.uniform()
-        logits = _plain_logits(d.plain_params(), u.shape)
-        keep = np.less(u, _sigmoid(logits))
-        mirror = np.less(1.0 - u, _sigmoid(logits))
-        d.aux["u"] = u
+        p = _probs(d.plain_params())  # (before broadcasting: shared logits stay small)
+        keep = u < p
+        mirror = (1.0 - u) < p
+        # the derivative's factor per element: (-1)^b~ 1[b != b~] sigmoid(|logits|)
+        d.aux["factor"] = np.where(keep != mirror, np.where(mirror, -1.0, 1.0), 0.0) * \
+            np.maximum(p, 1.0 - p)
         return np.where(d.copies.index(d.name).reshape((-1,) + (1,) * (u.ndim - 1)) == 0,
                         keep, mirror).astype(float)
 
@@ -59,13 +60,8 @@ class DisARM(Estimator):
         own = [e for e in ctx.copies.names if e == site.name or e in site.param_deps.up]
         g = np.stack([half_diff, np.zeros_like(half_diff)], axis=1 + own.index(site.name))
         spread = ctx.to_batch(ctx.spread(g, site), site)  # (rows, *batch), 0 on b~'s rows
-        logits = _traced_logits(site, ctx)
-        a = strip(logits)
-        u = site.aux["u"]
-        b = u < _sigmoid(a)
-        mirror = (1.0 - u) < _sigmoid(a)
-        factor = np.where(b != mirror, np.where(mirror, -1.0, 1.0), 0.0) * _sigmoid(np.abs(a))
-        return linear_term(logits, spread * factor, 1.0 / ctx.n)
+        return linear_term(_traced_logits(site, ctx), spread * site.aux["factor"],
+                           1.0 / ctx.n)
 
     def dice_log_prob(self, site, ctx):
         self.unsupported_order(site)
@@ -83,14 +79,10 @@ class DisARM(Estimator):
                 f"sigmoid(|logits|), f = {' + '.join(down)}"]
 
 
-def _plain_logits(params, shape):
+def _probs(params):
     if params.get("logits") is not None:
-        a = np.asarray(params["logits"], dtype=float)
-    else:
-        p = np.asarray(params["probs"], dtype=float)
-        with np.errstate(divide="ignore"):
-            a = np.log(p) - np.log1p(-p)
-    return np.broadcast_to(a, shape)
+        return _sigmoid(np.asarray(params["logits"], dtype=float))
+    return np.asarray(params["probs"], dtype=float)
 
 
 def _traced_logits(site, ctx):

@@ -76,3 +76,16 @@ def test_pitfalls(tmp_path):
         assert abs(r["fixed"] - r["exact"]) < 5 * r["fixed_se"] + 1e-3
         assert abs(r["mistake"] - r["exact"]) > 0.2 * abs(r["exact"])
     assert pngs(tmp_path) == ["pitfalls.png"]
+
+
+def test_estimator_zoo(tmp_path):
+    out = load("estimator_zoo").main(n=4000, out_dir=tmp_path)
+    coins, worked = out["discrete"], out["continuous"]
+    assert coins["enumerate"]["variance"] == 0.0 and coins["enumerate"]["evals"] == 1024
+    for label in ("score", "score, leave-one-out", "DisARM", "measure-valued"):
+        assert coins[label]["z"] < 4.5, label                # unbiased
+    assert coins["Gumbel-softmax T=0.5"]["z"] > 6              # a relaxation: biased
+    assert coins["DisARM"]["variance"] < coins["score, leave-one-out"]["variance"]
+    assert worked["pathwise, antithetic"]["evals"] == 2
+    assert worked["pathwise"]["variance"] < worked["score"]["variance"]
+    assert pngs(tmp_path) == ["estimator_zoo.png"]
