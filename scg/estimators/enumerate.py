@@ -87,7 +87,10 @@ class Enumerate(Estimator):
                 f"the run ({d.copies}), above max_combinations={self.max_combinations:,}; "
                 "enumerate fewer sites, declare plates, or raise max_combinations")
         one_hot = type(family_of(d.dist)).__name__ == "OneHotCategorical"
-        return _values(size, joint_shape, shape, count, one_hot)[d.copies.index(d.name)]
+        values = _values(size, joint_shape, shape, count, one_hot)
+        if count == 1:  # a support of one value: no copies of the run
+            return np.broadcast_to(values[0], (d.rows,) + values.shape[1:])
+        return values[d.copies.index(d.name)]
 
     # ------------------------------------------------------------ surrogate
     def weight(self, site, ctx):

@@ -156,7 +156,10 @@ def sample(name, dist, *, estimator="auto"):
     else:  # a draw without one depends on its parents only through the estimator's terms
         value = read_only(np.asarray(draw, dtype=float))
         deps = Deps(param_deps.up | {name}, frozenset({name}), frozenset())
-    out = PerSample(value, level, deps, plates=run.plates)
+    # the draw has the plates open here, and those its parameters have element by element
+    # (or mixed: a site outside a plate whose parameters sum over its elements)
+    plates = run.result_plates(params, lambda plates: True) if run.plated else run.plates
+    out = PerSample(value, level, deps, plates=plates)
     site = Site(name, dist, out, est, reason, run.plates, param_deps, d.aux)
     est.after_draw(site, run)
     run.add_site(site)
@@ -431,7 +434,8 @@ def blackbox(fn):
     """Wrap a numpy function of physical arrays as a node without derivative.
 
     Inside a model, `fn` receives per-sample arguments as arrays with a leading axis of
-    length n (one row per draw) and must return such an array. Sites upstream of a black
+    one row per draw (n rows; n times the number of copies when an estimator such as
+    scg.Enumerate() evaluates copies of the run) and must return such an array. Sites upstream of a black
     box are estimated by the score function under estimator="auto".
 
     Example:

@@ -116,6 +116,15 @@ class SurrogateContext:
         for e in copies.names:
             if e in site.param_deps.up:
                 w = self.weight(e)
+                wide = [p.name for p in self.grid.plates
+                        if np.shape(strip(w))[self.grid.axis(p)] > 1 and p not in site.plates]
+                if wide:
+                    raise EstimatorError(
+                        f"site {site.name!r} is outside plate {', '.join(wide)} but depends on "
+                        f"site {e!r}, whose copies take its values element by element there: "
+                        f"the draws of {site.name!r} would never see other combinations of "
+                        f"those elements. Draw {site.name!r} inside the plate (per element), "
+                        f"or {e!r} outside it, or use another estimator at {e!r}")
                 out = R.multiply(out, w if traced else strip(w))
         return out
 

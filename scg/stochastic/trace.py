@@ -45,6 +45,7 @@ class Trace:
         self.sites = {}
         self.cost_sites = {}
         self.plates = ()  # the plates open now, outermost first
+        self.plated = False  # has a plate been open in this run
         self.bytes_estimate = 0  # (see memory.check_fits)
         self.bytes_budget = None
         self._graph = nx.DiGraph() if record else None
@@ -88,21 +89,40 @@ class Trace:
             self._link(c.name, [c.value])
 
     def enter_plates(self, plates):
-        """Make `plates` the open plates: per-draw results computed now remember them."""
+        """Make `plates` the open plates: per-draw results computed now remember them.
+        Once a plate has been open, every result is followed (also outside the plate: a
+        value computed from a plate's elements after its block still has them)."""
         self.plates = plates
-        RUNTIME.on_op = self._on_op if plates or self._graph is not None else None
+        self.plated = self.plated or bool(plates)
+        RUNTIME.on_op = self._on_op if self.plated or self._graph is not None else None
 
     def _on_op(self, prim, inputs, args, kwargs, result):
-        if self.plates:
-            # a result computed in the open plates keeps their elements apart only if the
-            # operation does and its inputs did; otherwise it may mix them (Mixed)
-            mixed = [p for a in inputs if type(a.plates) is Mixed for p in a.plates]
-            if mixed or not keeps_elements(prim, args, kwargs, self.plates):
-                result.plates = Mixed(dict.fromkeys(mixed + list(self.plates)))
-            else:
-                result.plates = self.plates
+        if self.plated:
+            result.plates = self.result_plates(inputs, lambda plates: keeps_elements(
+                prim, args, kwargs, plates))
         if self._graph is not None:
             self._record_op(prim, inputs, args, result)
+
+    def result_plates(self, inputs, keeps):
+        """The plates of a result computed from `inputs` now: the open plates, or `Mixed`
+        ones if the result may mix a plate's elements: an input mixed them, the operation
+        may (`keeps(plates)` is False), or an input has the elements of a plate that is
+        not open (a value computed after its block is outside it: the plate of a cost is
+        where it was computed, and a site drawn there depends on all the elements). An
+        operation none of whose inputs has a plate's elements cannot mix them."""
+        mixed, carried = [], False
+        plates = self.plates
+        for a in inputs:
+            if type(a.plates) is Mixed:
+                mixed.extend(a.plates)
+            elif a.plates:
+                carried = True
+                mixed.extend(p for p in a.plates if p not in plates)
+        if mixed:
+            return Mixed(dict.fromkeys(mixed + list(plates)))
+        if not carried or keeps(plates):
+            return plates
+        return Mixed(dict.fromkeys(plates))
 
     def _record_op(self, prim, inputs, args, result):
         self._ops += 1
@@ -251,6 +271,9 @@ _REDUCTIONS = frozenset([R.sum_, R.mean, R.max_, R.min_, R.logsumexp, R.argmax, 
                          R.softmax, R.log_softmax])
 
 
+_INDEXING = frozenset([R.getitem, R.gather, R.take_along_axis])
+
+
 def keeps_elements(prim, args, kwargs, plates):
     """Does this operation keep the elements of the plates apart: element b of its result
     computed from element b of its inputs only? Elementwise operations do; a reduction or
@@ -258,6 +281,8 @@ def keeps_elements(prim, args, kwargs, plates):
     taken to mix them (the cost is then outside the plate: unbiased, more variance)."""
     if getattr(prim, "batch", None) == "elementwise":  # (a black box has none: it may mix)
         return True
+    if prim in _INDEXING and not (isinstance(args[0], PerSample) and args[0].plates):
+        return True  # a table without plate elements, indexed per element (scg.take)
     sizes = {p.size for p in plates}
     if prim in _REDUCTIONS:
         shape = R.shape(args[0])
