@@ -85,7 +85,7 @@ class SurrogateContext:
         the copies of copying sites downstream of it are summed with their weights."""
         copies, grid = self.copies, self.grid
         down = self._down(site)
-        total = 0.0
+        total = None  # (the first term as it is: no copy of n numbers for one cost)
         for c in self.trace.downstream_costs(site):
             value, plates = self.costs[c.name]
             value = strip(value)
@@ -93,9 +93,10 @@ class SurrogateContext:
                 w = self.weight(e) if e in c.deps.up else copies.first([e])[:, None]
                 value = np.multiply(value, strip(w) if e in c.deps.up else
                                     np.reshape(w, (-1,) + (1,) * (np.ndim(value) - 1)))
-            total = total + grid.onto(value, plates, site.plates)
+            value = grid.onto(value, plates, site.plates)
+            total = value if total is None else total + value
         shape = (self.trace.rows,) + tuple(np.shape(strip(self.log_prob(site)))[1:])
-        total = np.broadcast_to(np.asarray(total, dtype=float), shape)
+        total = np.broadcast_to(np.asarray(0.0 if total is None else total, dtype=float), shape)
         if not copies:
             return total
         return self._group(copies.group_sum(total, down), down)
