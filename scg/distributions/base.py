@@ -100,6 +100,17 @@ class Distribution:
             return np.asarray(strip(self.path(self.noise(rng, shape))))
         return self._sample(rng, shape)
 
+    def last_log_prob(self, value):
+        """The log-probability this distribution gave last for the per-draw `value` (the
+        same object), if its parameters are still the same objects; else None."""
+        last = self.__dict__.get("_last_log_prob")
+        if last is None or last[1] is not value:
+            return None
+        state = _state(self)
+        if len(last[2]) != len(state) or not all(a is b for a, b in zip(last[2], state)):
+            return None
+        return last[3]
+
     def noise(self, rng, shape=()):
         """Draw the noise of the reparameterization path, shape `shape + batch + event`."""
         raise NotImplementedError(f"{type(self).__name__} has no reparameterization path")

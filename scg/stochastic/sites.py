@@ -81,9 +81,14 @@ class Site:
         if self._log_prob is None:
             # on the physical values: per-draw parameters lifted to their rows, shared ones
             # broadcast by numpy (tape operations, without the per-draw layer's dispatch)
+            # (or the one the model computed already: log q(z) of an ELBO)
             draw = self.draw
-            with _no_recording():
-                lp = _traced_physical(self.dist, draw.level).log_prob(draw.value)
+            lp = self.dist.last_log_prob(draw)
+            if lp is not None:
+                lp = lp.value if isinstance(lp, PerSample) else lp
+            else:
+                with _no_recording():
+                    lp = _traced_physical(self.dist, draw.level).log_prob(draw.value)
             self._log_prob = lp
             bad = count_nonfinite(strip(self._log_prob))
             if bad:
