@@ -51,11 +51,12 @@ Run:  python benchmarks/estimators_bench.py [--repeats 7] [--stat-draws 4000]
 import argparse
 import os
 import shlex
-import statistics
 import sys
 import time
 
 import numpy as np
+
+import timing
 
 # the working tree's scg, installed or not; imported by the scg part only, so that
 # `--only numpy,storchastic` runs whatever state scg is in
@@ -222,34 +223,6 @@ LABEL = {"enumerate": "enumerate 2^10", "disarm": f"DisARM, {N_PAIRS} pairs",
 
 
 # ---------------------------------------------------------------- timing and statistics
-def per_call(fn, number):
-    t0 = time.perf_counter()
-    for _ in range(number):
-        fn()
-    return (time.perf_counter() - t0) / number
-
-
-def calibrate(fn, target=0.02):
-    number = 1
-    while per_call(fn, number) * number < target:
-        number *= 2
-    return number
-
-
-def time_interleaved(fns, repeats):
-    """Median seconds per call of each fn; all fns interleaved, the order reversed every
-    other repeat."""
-    keys = list(fns)
-    for k in keys:
-        fns[k]()                                     # warm up
-    numbers = {k: calibrate(fns[k]) for k in keys}
-    times = {k: [] for k in keys}
-    for r in range(repeats):
-        for k in (keys if r % 2 == 0 else keys[::-1]):
-            times[k].append(per_call(fns[k], numbers[k]))
-    return {k: statistics.median(v) for k, v in times.items()}
-
-
 def statistics_of(fn, exact, draws, deterministic=False):
     """max |z| of the mean of `draws` estimates against the exact gradient, the variance of
     one estimate summed over coordinates, and the estimates' mean."""
@@ -316,7 +289,7 @@ def main(argv=None):
             assert s["err"] == 0.0, s
             for est in ("disarm", "score_loo"):
                 assert stats["numpy", est]["max_z"] < 5.0, (est, stats["numpy", est])
-        times = time_interleaved(fns, args.repeats)
+        times = timing.time_interleaved(fns, args.repeats, target=0.02)
         for est in ESTIMATORS:
             for system in systems:
                 if (system, est) not in fns:

@@ -47,11 +47,12 @@ figures by 2x to 5x between runs; torch runs with --threads, default 1.)
 import argparse
 import os
 import shlex
-import statistics
 import sys
 import time
 
 import numpy as np
+
+import timing
 
 # the working tree's scg, installed or not; imported by the scg part only
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -194,30 +195,6 @@ SYSTEMS = {"numpy": numpy_runners, "storchastic": storch_runners, "scg": scg_run
 
 
 # ---------------------------------------------------------------- timing and statistics
-def per_call(fn, number):
-    t0 = time.perf_counter()
-    for _ in range(number):
-        fn()
-    return (time.perf_counter() - t0) / number
-
-
-def calibrate(fn, target=0.05):
-    number = 1
-    while per_call(fn, number) * number < target:
-        number *= 2
-    return number
-
-
-def time_interleaved(fns, repeats):
-    keys = list(fns)
-    numbers = {k: calibrate(fns[k]) for k in keys}    # (the first calls warm up)
-    times = {k: [] for k in keys}
-    for r in range(repeats):
-        for k in (keys if r % 2 == 0 else keys[::-1]):
-            times[k].append(per_call(fns[k], numbers[k]))
-    return {k: statistics.median(v) for k, v in times.items()}
-
-
 def flat(g, keys=None):
     return np.concatenate([np.ravel(g[k]) for k in (keys or sorted(g))])
 
@@ -306,7 +283,7 @@ def main(argv=None):
         print(f"  statistics {system:<12} {est:<10} {time.perf_counter() - t0:6.1f} s, "
               f"rel. bias: encoder {s['bias_enc'][0]:+.3f} (z {s['bias_enc'][1]:.1f}), "
               f"decoder {s['bias_dec'][0]:+.3f} (z {s['bias_dec'][1]:.1f})")
-    times = time_interleaved(fns, args.repeats)
+    times = timing.time_interleaved(fns, args.repeats)
 
     print("\n| estimator | system | decoder evals per image | time per gradient (median ms) "
           "| time per draw (ms) | var, encoder (sum) | var, all parameters (sum) "
