@@ -1,9 +1,10 @@
-"""A tiny progress printer for long loops, without dependencies.
+"""Progress bars for long loops: tqdm's, shown only when stderr is a terminal.
 
-`scg.progress(iterable)` yields the items of `iterable` and, when enabled, keeps one line
-on stderr up to date: count, total, rate and a short description. It is enabled only when
-stderr is a terminal and the environment variable SCG_PROGRESS is not "0", so it stays
-quiet in tests, pipes and logs.
+`scg.progress(iterable)` yields the items of `iterable` and, when enabled, draws a tqdm
+bar on stderr: count, total, rate and a short description. It is enabled only when the
+stream is a terminal and the environment variable SCG_PROGRESS is not "0", so it stays
+quiet in tests, pipes and logs. tqdm is optional (`pip install "scg[progress]"`); without
+it the loop runs without a bar.
 
 Example:
     >>> for step in scg.progress(range(2000), desc="training"):
@@ -12,7 +13,6 @@ Example:
 
 import os
 import sys
-import time
 
 
 def enabled_by_default(stream=None):
@@ -24,52 +24,21 @@ def enabled_by_default(stream=None):
     return bool(isatty and isatty())
 
 
-def progress(iterable, *, total=None, desc="", enabled=None, every=0.2, stream=None):
-    """Iterate over `iterable`, printing a progress line at most every `every` seconds.
+def progress(iterable, *, total=None, desc="", enabled=None, stream=None):
+    """Iterate over `iterable` with a tqdm progress bar on `stream` (stderr by default).
 
     Args:
-        iterable: anything iterable.
-        total: the number of items, if len(iterable) does not give it.
-        desc: a short label printed first.
-        enabled: True or False to force; None (default) follows `enabled_by_default`.
-        every: minimal seconds between two updates of the line.
-        stream: where to print (stderr by default).
-    Yields:
-        The items of `iterable`, unchanged.
+        total: the number of items, if `iterable` has no len().
+        desc: a short description shown before the bar.
+        enabled: force the bar on or off; by default, on when the stream is a terminal.
     """
     stream = sys.stderr if stream is None else stream
     if enabled is None:
         enabled = enabled_by_default(stream)
     if not enabled:
-        yield from iterable
-        return
-    if total is None:
-        try:
-            total = len(iterable)
-        except TypeError:
-            total = None
-    start = last = time.perf_counter()
-    count = 0
-    label = f"{desc}: " if desc else ""
+        return iter(iterable)
     try:
-        for item in iterable:
-            yield item
-            count += 1
-            now = time.perf_counter()
-            if now - last >= every:
-                last = now
-                stream.write("\r" + _line(label, count, total, now - start))
-                stream.flush()
-    finally:
-        stream.write("\r" + _line(label, count, total, time.perf_counter() - start) + "\n")
-        stream.flush()
-
-
-def _line(label, count, total, elapsed):
-    rate = count / elapsed if elapsed > 0 else 0.0
-    if total:
-        width = 24
-        filled = int(width * min(count, total) / total)
-        bar = "#" * filled + "." * (width - filled)
-        return f"{label}[{bar}] {count}/{total} {rate:,.0f} it/s {elapsed:.1f}s"
-    return f"{label}{count} {rate:,.0f} it/s {elapsed:.1f}s"
+        from tqdm import tqdm
+    except ImportError:  # (an optional extra: no bar without it)
+        return iter(iterable)
+    return tqdm(iterable, total=total, desc=desc or None, file=stream, dynamic_ncols=True)
