@@ -43,8 +43,6 @@ def exact(baseline, mu=2.0, sigma=1.0):
                 "sigma": (2 * sigma, 4 * mu ** 2 + 4 * sigma ** 2)}
     eps, w = np.polynomial.hermite_e.hermegauss(40)
     w = w / w.sum()
-    x = mu + sigma * eps
-    f = x ** 2
     if baseline in ("pathwise pairs", "score pairs"):  # the nodes are symmetric: -eps = eps[::-1]
         one = exact_per_draw("pathwise" if baseline == "pathwise pairs" else 0.0, mu, sigma, eps)
         est = {k: 0.5 * (v + v[::-1]) for k, v in one.items()}

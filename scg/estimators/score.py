@@ -9,7 +9,7 @@ from ..distributions.base import family_of
 from ..errors import BiasWarning, EstimatorError
 from .antithetic import check_antithetic
 from .base import Estimator
-from .baselines import LeaveOneOut, as_baseline, warn_if_own_draw_counts
+from .baselines import LeaveOneOut, as_baseline
 from .terms import linear_term, magic_box
 from ..numpy import rules as R
 

@@ -9,7 +9,7 @@ from ..core import pytree
 from ..differential_operators import _Traced, reverse
 from ..core.tape import (Box, backward, current_level, dropped_at, new_level, new_root,
                          strip)
-from ..errors import NoGradientPathError
+from ..estimators import as_estimator
 from ..kernels.parallel import count_nonfinite
 from ..numpy import rules as R
 from .memory import check_n
@@ -36,7 +36,7 @@ class Expectation:
 
     requires_gradient_path = True
 
-    def __init__(self, model, n=1, seed=None):
+    def __init__(self, model, n=1, seed=None, estimators=None):
         if not callable(model):
             raise TypeError(f"model must be callable, got {type(model).__name__}")
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
@@ -44,6 +44,7 @@ class Expectation:
         check_n(int(n))
         self.model = model
         self.n = int(n)
+        self.estimators = _check_estimators(estimators)
         self.rng = _generator(seed)
         self._decisions = {}
         self._reasons = {}
@@ -78,7 +79,8 @@ class Expectation:
             build = _plain_mean
         trace, (objective, updates) = run_model(
             self.model, args, kwargs, n=self.n, rng=self.rng, decisions=self._decisions,
-            reasons=self._reasons, wrap_args=wrap_args, build=build, plan=self._plan)
+            reasons=self._reasons, wrap_args=wrap_args, build=build, plan=self._plan,
+            estimators=self.estimators)
         self._calls[0] += 1
         for site, baseline, q, state in updates:
             if baseline.stateful and not state:
@@ -186,7 +188,20 @@ def _plain_mean(trace):
     return float(np.mean(total)), []
 
 
-def expectation(model, n=1, seed=None):
+def _check_estimators(estimators):
+    if estimators is None:
+        return None
+    if isinstance(estimators, dict):
+        for name, spec in estimators.items():
+            if not isinstance(name, str):
+                raise TypeError(f"estimators: keys are site names (strings), got {name!r}")
+            as_estimator(spec)  # (raises a clear error for a bad spec)
+        return dict(estimators)
+    as_estimator(estimators)
+    return estimators
+
+
+def expectation(model, n=1, seed=None, estimators=None):
     """The expectation of a model's total cost, estimated with `n` draws per call.
 
     Args:
@@ -195,6 +210,9 @@ def expectation(model, n=1, seed=None):
         n: number of draws per evaluation.
         seed: an int (the expectation owns a generator seeded once; each call draws fresh
             samples), a numpy Generator (shared), or None.
+        estimators: the estimators to use instead of the model's: one spec (an estimator
+            or "auto", "pathwise", "score") for every site whose family it serves (the
+            others keep "auto"), or a dict {site name: spec}. None keeps the model's.
     Returns:
         An `Expectation`, to call or to pass to scg.grad, scg.value_and_grad,
         scg.grad_samples, scg.hessian.
@@ -204,7 +222,7 @@ def expectation(model, n=1, seed=None):
         ...                     n=10_000, seed=0)
         >>> scg.grad(E)(2.0)   # about 4
     """
-    return Expectation(model, n, seed)
+    return Expectation(model, n, seed, estimators)
 
 
 class GradSamples:

@@ -13,7 +13,7 @@ import numpy as np
 from ..core.tape import Box, Tracer, kept, read_only, strip
 from ..distributions.base import Distribution, family_of
 from ..errors import EstimatorError, TracingError
-from ..estimators import Estimator, Pathwise, Score, as_estimator
+from ..estimators import Estimator, Pathwise, Score
 from ..estimators.antithetic import antithetic_noise
 from ..estimators.baselines import LeaveOneOut
 from ..kernels.parallel import count_nonfinite
@@ -144,7 +144,7 @@ def sample(name, dist, *, estimator="auto"):
     run.check_new_name(name)
     dist = _apply_plates(_captured(dist), name, run.plates)
     check_fits(run, dist.batch_shape + dist.event_shape, name)
-    est, reason = _choose(run, name, dist, as_estimator(estimator))
+    est, reason = _choose(run, name, dist, run.estimator_for(name, dist, estimator))
     run.check_copies(name, est.copies(name, dist, run.plates))
     level = run.level
     params = [v for v in family_of(dist).params.values()

@@ -8,11 +8,11 @@ import networkx as nx
 import numpy as np
 
 from ..core.tape import Box, new_level, strip
-from ..errors import BiasWarning, RandomnessWarning, TracingError
+from ..errors import BiasWarning, EstimatorError, RandomnessWarning, TracingError
 from ..numpy import rules as R
 from .persample import Mixed, PerSample
 from .runtime import RUNTIME
-from ..estimators import Score
+from ..estimators import Score, as_estimator
 from ..estimators.baselines import LeaveOneOut
 from .copies import Copies
 from .sites import carries_gradient, cost, family_of
@@ -32,8 +32,9 @@ class Trace:
     """
 
     def __init__(self, n, rng, level, decisions, reasons, record=False, param_names=None,
-                 plan=None):
+                 plan=None, estimators=None):
         self.n = n
+        self.estimators = estimators  # the caller's choice over the model's (see estimator_for)
         self.rng = rng
         self.level = level
         self.decisions = decisions
@@ -59,6 +60,23 @@ class Trace:
         if name in self.sites or name in self.cost_sites:
             raise ValueError(f"the site name {name!r} is used twice in the model; "
                              "names must be unique")
+
+    def estimator_for(self, name, dist, given):
+        """The estimator spec of site `name`: the model's (`given`), unless the caller chose
+        one for every site (where it serves the family; elsewhere "auto") or by site name."""
+        chosen = self.estimators
+        if chosen is None:
+            return as_estimator(given)
+        if isinstance(chosen, dict):
+            return as_estimator(chosen[name]) if name in chosen else as_estimator(given)
+        spec = as_estimator(chosen)
+        if spec == "auto":
+            return spec
+        try:
+            spec.check(name, dist)
+        except EstimatorError:
+            return "auto"
+        return spec
 
     def check_copies(self, name, count):
         """Note that site `name` needs `count` copies of the downstream model; if the run
@@ -306,7 +324,7 @@ class Replan(Exception):
 
 
 def run_model(model, args, kwargs, *, n, rng, decisions, reasons, record=False,
-              param_names=None, wrap_args=None, build=None, plan=None):
+              param_names=None, wrap_args=None, build=None, plan=None, estimators=None):
     """Run `model` for n draws, re-running with the same randomness until every "auto"
     site's estimator is valid and the copies that estimators need are laid out (`plan`,
     kept by the caller across calls). `build(trace)` runs inside the batching level (the
@@ -325,7 +343,8 @@ def run_model(model, args, kwargs, *, n, rng, decisions, reasons, record=False,
     plan = {} if plan is None else plan
     for _ in range(1000):
         with new_level() as level:
-            trace = Trace(n, rng, level, decisions, reasons, record, param_names, plan)
+            trace = Trace(n, rng, level, decisions, reasons, record, param_names, plan,
+                          estimators)
             runtime.runs.append(trace)
             saved = runtime.on_op
             runtime.on_op = trace._on_op if record else None
