@@ -8,7 +8,7 @@ from .errors import (BiasWarning, EstimatorError, NoGradientPathError, Randomnes
                      TracingError)
 from .estimators import (DisARM, Enumerate, Estimator, GumbelSoftmax, MeasureValued, Pathwise,
                          Score, baselines)
-from .stochastic.expectation import Expectation, GradSamples, expectation, grad_samples, trace
+from .stochastic.expectation import Expectation, GradSamples, expectation, trace
 from .stochastic.sites import blackbox, cost, plate, sample
 from .stochastic.trace import Trace
 from .numpy.rules import (log_softmax, logsumexp, relu, sigmoid, softmax, softplus,
@@ -24,5 +24,6 @@ __all__ = list(distributions.__all__) + [
 ]
 
 from . import nn, optim  # noqa: E402  (functional layers and optimizers over pytrees)
+from .studies import Comparison, compare, grad_samples  # noqa: E402
 from .progress import progress  # noqa: E402
-__all__ += ["nn", "optim", "progress"]
+__all__ += ["nn", "optim", "progress", "compare", "Comparison"]

@@ -227,18 +227,26 @@ def expectation(model, n=1, seed=None, estimators=None):
 
 class GradSamples:
     """Per-draw gradient estimates: `.samples` (leaves of shape (n, *leaf.shape)),
-    `.mean` (the estimate of scg.grad for the same draws), `.var` (ddof=1), `.stderr`, `.n`."""
+    `.mean` (the estimate of scg.grad for the same draws), `.var` (ddof=1), `.stderr`, `.n`.
 
-    def __init__(self, samples, n):
+    A study in chunks keeps only the statistics: `.samples` is None, and `.mean`, `.var`
+    are those of all the chunks' draws, merged exactly."""
+
+    def __init__(self, samples, n, mean=None, var=None):
         self.samples = samples
         self.n = n
+        self._mean, self._var = mean, var
 
     @property
     def mean(self):
+        if self.samples is None:
+            return self._mean
         return pytree.tree_map(lambda s: np.asarray(np.mean(s, axis=0)), self.samples)
 
     @property
     def var(self):
+        if self.samples is None:
+            return self._var
         return pytree.tree_map(lambda s: np.asarray(np.var(s, axis=0, ddof=1)) if self.n > 1
                                else np.full(s.shape[1:], np.nan), self.samples)
 

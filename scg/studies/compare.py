@@ -1,0 +1,197 @@
+"""scg.compare: several estimators of one gradient, side by side, at any scale.
+
+For each estimator spec, n draws of the per-draw gradient estimate, in chunks (see
+`chunks.py`): their mean, per-draw variance and standard error per coordinate, the bias and
+z against a reference when there is one, the time and model evaluations per draw, and the
+efficiency 1 / (total variance x time per draw): the precision a second of computing buys.
+"""
+
+import numpy as np
+
+from ..core import pytree
+from ..estimators import as_estimator
+from .chunks import ChunkTask, chunk_sizes, merge, run_chunks, spawn, structure
+
+
+class Row:
+    """One estimator's results. Per coordinate, like the differentiated argument: `mean`,
+    `var` (per draw), `stderr`, and with a reference `bias` and `z`. Scalars: `n`,
+    `time_per_draw` (seconds), `evals_per_draw`, `efficiency`. `samples`: a few per-draw
+    estimates, flattened, shape (k, coordinates) (for histograms)."""
+
+    def __init__(self, label, moments, seconds, evals, rebuild, reference, samples):
+        self.label = label
+        self.n = moments.count
+        self._flat_mean, self._flat_var = moments.mean, moments.var
+        self.mean = rebuild(moments.mean)
+        self.var = rebuild(moments.var)
+        self.stderr = rebuild(moments.stderr)
+        self.time_per_draw = seconds / self.n
+        self.evals_per_draw = evals
+        total = float(np.sum(moments.var))
+        self.efficiency = 1.0 / (total * self.time_per_draw) if total > 0 else np.inf
+        self.samples = samples
+        self.bias = self.z = None
+        if reference is not None:
+            bias = moments.mean - reference
+            se = moments.stderr
+            with np.errstate(divide="ignore", invalid="ignore"):
+                z = np.where(se > 0, bias / np.where(se > 0, se, 1.0),
+                             np.where(bias == 0, 0.0, np.inf))
+            self.bias, self.z = rebuild(bias), rebuild(z)
+            self._flat_z = z
+
+    def to_dict(self):
+        def plain(x):
+            return pytree.tree_map(lambda v: np.asarray(v).tolist(), x) if x is not None \
+                else None
+        return {"n": self.n, "mean": plain(self.mean), "var": plain(self.var),
+                "stderr": plain(self.stderr), "bias": plain(self.bias), "z": plain(self.z),
+                "time_per_draw": self.time_per_draw, "evals_per_draw": self.evals_per_draw,
+                "efficiency": self.efficiency}
+
+    def __repr__(self):
+        return f"Row({self.label!r}, n={self.n}, mean={self.mean!r}, var={self.var!r})"
+
+
+class Comparison:
+    """The rows of a study, by label: `cmp[label]` is a `Row`; `.table()`, `.to_dict()`,
+    `.plot(path)`."""
+
+    def __init__(self, rows, n, chunk, reference):
+        self.rows = rows
+        self.n = n
+        self.chunk = chunk
+        self.has_reference = reference is not None
+
+    def __getitem__(self, label):
+        return self.rows[label]
+
+    def __iter__(self):
+        return iter(self.rows)
+
+    def __len__(self):
+        return len(self.rows)
+
+    def to_dict(self):
+        return {label: row.to_dict() for label, row in self.rows.items()}
+
+    def table(self):
+        """A Markdown table, one row per estimator (coordinates separated by commas)."""
+        def vec(x):
+            return ", ".join(f"{v:.4g}" for v in np.ravel(x))
+
+        head = ["estimator", "mean", "stderr"]
+        if self.has_reference:
+            head += ["bias", "z"]
+        head += ["variance per draw", "evals per draw", "µs per draw", "efficiency"]
+        lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for label, r in self.rows.items():
+            cells = [str(label), vec(r._flat_mean), vec(np.sqrt(r._flat_var / r.n))]
+            if self.has_reference:
+                cells += [vec(_flat(r.bias)), vec(_flat(r.z))]
+            eff = "exact" if np.isinf(r.efficiency) else f"{r.efficiency:.3g}"
+            cells += [vec(r._flat_var), str(r.evals_per_draw),
+                      f"{r.time_per_draw * 1e6:.3g}", eff]
+            lines.append("| " + " | ".join(cells) + " |")
+        return "\n".join(lines)
+
+    def plot(self, path, coordinate=0):
+        """Write a figure to `path`: histograms of per-draw estimates of one coordinate of
+        the gradient (flattened index `coordinate`) per estimator, and the per-draw
+        variances (summed over the coordinates) as bars. Needs matplotlib."""
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5),
+                                          gridspec_kw={"wspace": 0.45})
+        drawn = [(label, r.samples[:, coordinate]) for label, r in self.rows.items()
+                 if r.samples is not None and r.samples.shape[0] > 1]
+        if drawn:
+            lo, hi = np.quantile(np.concatenate([s for _, s in drawn]), [0.005, 0.995])
+            bins = np.linspace(lo, hi, 60) if hi > lo else 30
+            for label, s in drawn:
+                left.hist(s, bins=bins, histtype="step", density=True, label=str(label))
+            left.legend(fontsize=8)
+        left.set_xlabel(f"per-draw estimate of gradient coordinate {coordinate}")
+        left.set_ylabel("density")
+        left.set_title("per-draw estimates (1st-99th percentile shown)")
+        labels = [str(k) for k in self.rows]
+        totals = [float(np.sum(r._flat_var)) for r in self.rows.values()]
+        right.barh(labels, [max(t, 1e-300) for t in totals], color="tab:blue")
+        right.set_xscale("log")
+        right.invert_yaxis()
+        right.set_xlabel("per-draw variance, summed over coordinates")
+        right.set_title(f"n = {self.n:,} draws per estimator")
+        fig.savefig(path, dpi=110, bbox_inches="tight")
+        plt.close(fig)
+        return path
+
+    def __repr__(self):
+        return f"Comparison(n={self.n}, estimators={list(self.rows)})"
+
+
+def _flat(x):
+    return np.concatenate([np.ravel(v) for v in pytree.flatten_leaves(x)[0]])
+
+
+def compare(model, *args, estimators, n, seed=None, reference=None, argnums=0, chunk=None,
+            client=None, keep=2000, **kwargs):
+    """Compare estimators of the gradient of E[model's costs] with respect to `args`.
+
+    Args:
+        model: a model function; `args` (and `kwargs`) are passed to it.
+        estimators: {label: spec}; a spec is an estimator for every site ("auto",
+            "pathwise", "score", scg.Score(...), scg.MeasureValued(), ...; sites whose
+            family it does not serve keep "auto") or a dict {site name: spec}.
+        n: draws per estimator.
+        seed: an int (or SeedSequence): each estimator's chunks get seeds spawned from it.
+        reference: the exact gradient (structured like the argument), for bias and z.
+        argnums: which arguments to differentiate, as in scg.grad.
+        chunk: draws per chunk (memory is that of one chunk); default min(n, 100 000).
+        client: a dask.distributed.Client: the chunks run on its workers, with the same
+            results as in this process for the same seed and chunk.
+        keep: per-draw estimates kept per estimator, for the plot's histograms.
+    Returns:
+        A `Comparison`: `cmp[label]` (mean, var, stderr, bias, z, time_per_draw,
+        evals_per_draw, efficiency), `.table()`, `.to_dict()`, `.plot(path)`.
+
+    Example:
+        >>> cmp = scg.compare(model, theta, estimators={"pathwise": "pathwise",
+        ...                   "score": scg.Score("loo")}, n=10**6, seed=0, reference=grad)
+        >>> print(cmp.table())
+    """
+    if not callable(model):
+        raise TypeError(f"model must be callable, got {type(model).__name__}")
+    if not isinstance(estimators, dict) or not estimators:
+        raise TypeError("estimators must be a non-empty dict {label: estimator spec}")
+    for label, spec in estimators.items():
+        for s in (spec.values() if isinstance(spec, dict) else [spec]):
+            try:
+                as_estimator(s)
+            except (TypeError, ValueError) as e:
+                raise type(e)(f"estimators[{label!r}]: {e}") from None
+    chunk = min(n, 100_000) if chunk is None else chunk
+    sizes = chunk_sizes(n, chunk)
+    rebuild = structure(args, argnums)
+    flat_reference = None
+    if reference is not None:
+        flat_reference = np.concatenate([np.ravel(np.asarray(v, dtype=float))
+                                         for v in pytree.flatten_leaves(reference)[0]])
+    tasks = []
+    for label, label_seed in zip(estimators, spawn(seed, len(estimators))):
+        for i, (size, s) in enumerate(zip(sizes, label_seed.spawn(len(sizes)))):
+            tasks.append(ChunkTask(model, args, kwargs, size, s, estimators[label], argnums,
+                                   keep=keep if i == 0 else 0, label=label))
+    results = run_chunks(tasks, client, desc="chunks")
+    rows = {}
+    for label in estimators:
+        mine = [r for r in results if r.label == label]
+        moments, seconds, evals = merge(mine)
+        if flat_reference is not None and flat_reference.shape != moments.mean.shape:
+            raise ValueError(f"reference has {flat_reference.size} coordinates, the "
+                             f"gradient {moments.mean.size}: give it the argument's structure")
+        rows[label] = Row(label, moments, seconds, evals, rebuild, flat_reference,
+                          mine[0].kept)
+    return Comparison(rows, n, chunk, reference)

@@ -1,0 +1,71 @@
+"""Count, mean and sum of squared deviations of per-draw vectors, merged exactly.
+
+The merge of Chan, Golub and LeVeque (1979): two sets of na and nb draws with means ma, mb
+and sums of squared deviations Ma, Mb give n = na + nb, mean = ma + (mb - ma) nb / n and
+M = Ma + Mb + (mb - ma)^2 na nb / n. It costs O(coordinates), and merging chunks in a
+fixed order gives the same numbers however the chunks were scheduled.
+"""
+
+import numpy as np
+
+
+class Moments:
+    """`count` draws of a vector: their `mean` and `m2`, the sum of squared deviations from
+    the mean, per coordinate (1-d arrays)."""
+
+    __slots__ = ("count", "mean", "m2")
+
+    def __init__(self, count, mean, m2):
+        self.count = int(count)
+        self.mean = np.asarray(mean, dtype=float)
+        self.m2 = np.asarray(m2, dtype=float)
+
+    @classmethod
+    def of(cls, x):
+        """The moments of the rows of x, shape (count, coordinates)."""
+        x = np.asarray(x, dtype=float)
+        mean = x.mean(axis=0)
+        d = x - mean
+        return cls(x.shape[0], mean, np.einsum("ij,ij->j", d, d))
+
+    @classmethod
+    def of_columns(cls, columns):
+        """The moments of several (count, k_i) blocks side by side, without joining them."""
+        parts = [cls.of(c) for c in columns]
+        return cls(parts[0].count, np.concatenate([p.mean for p in parts]),
+                   np.concatenate([p.m2 for p in parts]))
+
+    def merge(self, other):
+        """The moments of both sets of draws together."""
+        if self.count == 0:
+            return other
+        if other.count == 0:
+            return self
+        n = self.count + other.count
+        delta = other.mean - self.mean
+        mean = self.mean + delta * (other.count / n)
+        m2 = self.m2 + other.m2 + delta * delta * (self.count * other.count / n)
+        return Moments(n, mean, m2)
+
+    @property
+    def var(self):
+        """The per-draw variance (ddof = 1); NaN with fewer than two draws."""
+        if self.count < 2:
+            return np.full(self.mean.shape, np.nan)
+        return self.m2 / (self.count - 1)
+
+    @property
+    def stderr(self):
+        return np.sqrt(self.var / self.count)
+
+    def __repr__(self):
+        return f"Moments(count={self.count}, mean={self.mean!r}, var={self.var!r})"
+
+
+def merge_all(moments):
+    """Merge in the order given (the chunks' order: the result does not depend on the order
+    in which they were computed)."""
+    out = Moments(0, 0.0, 0.0)
+    for m in moments:
+        out = out.merge(m)
+    return out
