@@ -35,6 +35,7 @@ class Expectation:
     """
 
     requires_gradient_path = True
+    warn_lost_history = True  # (a study's chunks are expectations called once, by design)
 
     def __init__(self, model, n=1, seed=None, estimators=None):
         if not callable(model):
@@ -83,7 +84,7 @@ class Expectation:
             estimators=self.estimators)
         self._calls[0] += 1
         for site, baseline, q, state in updates:
-            if baseline.stateful and not state:
+            if baseline.stateful and not state and self.warn_lost_history:
                 _warn_if_history_lost(self, site, baseline)
             baseline.update(q, state)
         self.last_trace = trace

@@ -52,6 +52,7 @@ def run_chunk(task):
     """Run one chunk: the per-draw gradients of `task.n` draws, reduced to their moments."""
     E = Expectation(task.model, n=task.n, seed=np.random.default_rng(task.seed),
                     estimators=task.estimators)
+    E.warn_lost_history = False  # (each chunk starts its baselines' history anew)
     start = time.perf_counter()
     gs = grad_samples(E, task.argnums, allow_unused=task.allow_unused)(*task.args,
                                                                        **task.kwargs)

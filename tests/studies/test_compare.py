@@ -144,3 +144,12 @@ def test_plot_has_labelled_axes(tmp_path):
                       n=4_000, seed=0)
     path = cmp.plot(tmp_path / "study.png")
     assert path.exists() and path.stat().st_size > 1000
+
+
+def test_a_stateful_baseline_starts_anew_in_each_chunk_without_a_warning():
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        cmp = scg.compare(worked, THETA, n=40_000, chunk=5_000, seed=0, reference=EXACT,
+                          estimators={"ma": scg.Score(scg.baselines.MovingAverage(0.9))})
+    assert np.all(np.abs(cmp["ma"].z) < 4.5)
