@@ -86,8 +86,16 @@ def run_chunks(tasks, client=None, desc="draws"):
     tasks = list(tasks)
     if client is None:
         return [run_chunk(t) for t in progress(tasks, desc=desc, total=len(tasks))]
+    from distributed import as_completed
+
     futures = client.map(run_chunk, tasks, pure=False)
-    return [f.result() for f in progress(futures, desc=desc, total=len(futures))]
+    place = {f.key: i for i, f in enumerate(futures)}
+    results = [None] * len(futures)
+    for f in progress(as_completed(futures), desc=desc, total=len(futures)):
+        results[place[f.key]] = f.result()
+        f.release()  # (a worker lost later need not compute it again)
+    del futures
+    return results
 
 
 def merge(results):
@@ -124,6 +132,11 @@ def structure(args, argnums):
 
 
 def spawn(seed, count):
-    """`count` independent seeds from `seed` (an int, a SeedSequence, or None)."""
-    root = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
-    return root.spawn(count)
+    """`count` independent seeds from `seed` (an int, a SeedSequence, or None). A
+    SeedSequence is not changed: the same one gives the same seeds again."""
+    if isinstance(seed, np.random.SeedSequence):
+        seed = np.random.SeedSequence(seed.entropy, spawn_key=seed.spawn_key,
+                                      pool_size=seed.pool_size)
+    else:
+        seed = np.random.SeedSequence(seed)
+    return seed.spawn(count)

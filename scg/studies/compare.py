@@ -174,6 +174,14 @@ def compare(model, *args, estimators, n, seed=None, reference=None, argnums=0, c
                 raise type(e)(f"estimators[{label!r}]: {e}") from None
     chunk = min(n, 100_000) if chunk is None else chunk
     sizes = chunk_sizes(n, chunk)
+    paired = [label for label, spec in estimators.items() if any(
+        getattr(s, "antithetic", False) for s in (spec.values() if isinstance(spec, dict)
+                                                  else [spec]))]
+    if paired and any(size % 2 for size in sizes):
+        raise ValueError(
+            f"estimators {', '.join(map(repr, paired))} draw antithetic pairs, so every chunk "
+            f"needs an even number of draws; n = {n:,} in chunks of {chunk:,} gives chunks of "
+            f"{sorted(set(sizes))}: choose an even n and an even chunk")
     rebuild = structure(args, argnums)
     flat_reference = None
     if reference is not None:

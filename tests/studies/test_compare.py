@@ -153,3 +153,13 @@ def test_a_stateful_baseline_starts_anew_in_each_chunk_without_a_warning():
         cmp = scg.compare(worked, THETA, n=40_000, chunk=5_000, seed=0, reference=EXACT,
                           estimators={"ma": scg.Score(scg.baselines.MovingAverage(0.9))})
     assert np.all(np.abs(cmp["ma"].z) < 4.5)
+
+
+def test_antithetic_pairs_need_even_chunks_up_front_and_a_seed_sequence_is_reusable():
+    with pytest.raises(ValueError, match="even number of draws"):
+        scg.compare(worked, THETA, estimators={"pairs": scg.Pathwise(antithetic=True)},
+                    n=9_001, chunk=1_000)
+    seq = np.random.SeedSequence(11)
+    kw = dict(estimators={"loo": scg.Score("loo")}, n=4_000, chunk=1_000, seed=seq)
+    np.testing.assert_array_equal(scg.compare(worked, THETA, **kw)["loo"].mean,
+                                  scg.compare(worked, THETA, **kw)["loo"].mean)
