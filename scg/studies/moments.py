@@ -6,6 +6,7 @@ M = Ma + Mb + (mb - ma)^2 na nb / n. It costs O(coordinates), and merging chunks
 fixed order gives the same numbers however the chunks were scheduled.
 """
 
+import numba
 import numpy as np
 
 
@@ -24,12 +25,11 @@ class Moments:
     def of(cls, x):
         """The moments of the rows of x, shape (count, coordinates)."""
         x = np.asarray(x, dtype=float)
-        # one contiguous row per coordinate: reductions along rows of a (count, k) array
-        # with small k are several times slower in numpy
-        cols = np.ascontiguousarray(x.T)
-        mean = cols.mean(axis=1)
-        d = cols - mean[:, None]
-        return cls(x.shape[0], mean, np.einsum("ij,ij->i", d, d))
+        if x.ndim != 2 or x.shape[0] == 0:
+            raise ValueError(f"Moments.of needs an array of shape (count, coordinates) "
+                             f"with count >= 1, got shape {x.shape}")
+        mean, m2 = _mean_and_m2(x)
+        return cls(x.shape[0], mean, m2)
 
     @classmethod
     def of_columns(cls, columns):
@@ -63,6 +63,27 @@ class Moments:
 
     def __repr__(self):
         return f"Moments(count={self.count}, mean={self.mean!r}, var={self.var!r})"
+
+
+@numba.njit(cache=True)
+def _mean_and_m2(x):
+    """Per column of a (count, k) array, two passes without temporaries: the mean, then the
+    sum of squared deviations from it (the two-pass form: no cancellation)."""
+    n, k = x.shape
+    mean = np.zeros(k)
+    m2 = np.zeros(k)
+    for j in range(k):
+        s = 0.0
+        for i in range(n):
+            s += x[i, j]
+        mu = s / n
+        t = 0.0
+        for i in range(n):
+            d = x[i, j] - mu
+            t += d * d
+        mean[j] = mu
+        m2[j] = t
+    return mean, m2
 
 
 def merge_all(moments):

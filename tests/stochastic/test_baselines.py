@@ -94,3 +94,21 @@ def test_auto_uses_leave_one_out_only_when_n_exceeds_1():
         scg.grad(E)(THETA)
         b = E.last_trace.sites["a"].baseline
         assert (b is None) if expected is None else isinstance(b, expected)
+
+
+def test_a_subclass_of_a_checked_baseline_is_checked_again():
+    import warnings
+
+    class OwnDraw(scg.baselines.LeaveOneOut):
+        def advantage(self, q, state):
+            return q - np.mean(q, axis=0, keepdims=True)
+
+    def model(theta):
+        a = scg.sample("a", scg.Bernoulli(logits=theta), estimator=scg.Score(OwnDraw()))
+        return a * 2.0
+
+    with pytest.warns(scg.BiasWarning, match="uses each draw's own cost"):
+        scg.grad(scg.expectation(model, n=8, seed=0))(0.3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        scg.grad(scg.expectation(model, n=8, seed=0, estimators=scg.Score("loo")))(0.3)
