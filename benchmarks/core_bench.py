@@ -16,9 +16,10 @@ import argparse
 import os
 import statistics
 import sys
-import time
 
 import numpy as np
+
+from timing import calibrate, per_call
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import scg  # noqa: E402  (the working tree's scg, installed or not)
@@ -104,21 +105,6 @@ def torch_chain_grad(x):
 
 
 # ---------------------------------------------------------------- timing
-def per_call(fn, number):
-    """Seconds per call of fn(), averaged over `number` calls."""
-    t0 = time.perf_counter()
-    for _ in range(number):
-        fn()
-    return (time.perf_counter() - t0) / number
-
-
-def calibrate(fn, target=0.05):
-    number = 1
-    while per_call(fn, number) * number < target:
-        number *= 2
-    return number
-
-
 def compare(name, f_scg, f_torch, repeats, scale=1.0, unit="us", f_ref=None):
     """Print median times of scg and torch and their ratio; with f_ref, also the median of
     a hand-written numpy reference and its ratio to torch (in brackets)."""

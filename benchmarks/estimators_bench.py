@@ -50,7 +50,6 @@ Run:  python benchmarks/estimators_bench.py [--repeats 7] [--stat-draws 4000]
 
 import argparse
 import os
-import shlex
 import sys
 import time
 
@@ -256,16 +255,8 @@ def main(argv=None):
             parser.error(f"unknown system {s!r} in --only (choose from {', '.join(SYSTEMS)})")
     costs = [c.strip() for c in args.costs.split(",") if c.strip()]
 
-    versions = f"numpy {np.__version__}"
-    if "storchastic" in systems:
-        import importlib.metadata
-        import torch
-        torch.set_num_threads(args.threads)
-        versions += (f", torch {torch.__version__} ({args.threads} thread(s)), storchastic "
-                     f"{importlib.metadata.version('storchastic')}")
-    env = "".join(f"{k}={os.environ[k]} " for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")
-                  if k in os.environ)
-    print(f"$ {env}python {shlex.join(sys.argv)}")
+    versions = timing.peer_versions(systems, args.threads)
+    print(timing.command_line())
     print(f"{versions}; float64; time: median of {args.repeats} interleaved repeats; "
           f"bias and variance: {args.stat_draws} independent estimates")
 

@@ -46,7 +46,6 @@ figures by 2x to 5x between runs; torch runs with --threads, default 1.)
 
 import argparse
 import os
-import shlex
 import sys
 import time
 
@@ -241,16 +240,8 @@ def main(argv=None):
         if s not in SYSTEMS:
             parser.error(f"unknown system {s!r} in --only (choose from {', '.join(SYSTEMS)})")
 
-    versions = f"numpy {np.__version__}"
-    if "storchastic" in systems:
-        import importlib.metadata
-        import torch
-        torch.set_num_threads(args.threads)
-        versions += (f", torch {torch.__version__} ({args.threads} thread(s)), storchastic "
-                     f"{importlib.metadata.version('storchastic')}")
-    env = "".join(f"{k}={os.environ[k]} " for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")
-                  if k in os.environ)
-    print(f"$ {env}python {shlex.join(sys.argv)}")
+    versions = timing.peer_versions(systems, args.threads)
+    print(timing.command_line())
     print(f"{versions}; float64; {B} images, {PIXELS} pixels, {LATENTS} latents; time: median "
           f"of {args.repeats} interleaved repeats; variance and bias: {args.stat_draws} "
           f"independent estimates")

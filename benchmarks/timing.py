@@ -1,7 +1,10 @@
 """Timing shared by the benchmarks: calls per repeat calibrated to a target duration, the
 systems interleaved (the order reversed every other repeat), medians."""
 
+import os
+import shlex
 import statistics
+import sys
 import time
 
 
@@ -31,3 +34,22 @@ def time_interleaved(fns, repeats, target=0.05):
         for k in (keys if r % 2 == 0 else keys[::-1]):
             times[k].append(per_call(fns[k], numbers[k]))
     return {k: statistics.median(v) for k, v in times.items()}
+
+
+def command_line():
+    """The command that is running, with the thread settings of the environment."""
+    env = "".join(f"{k}={os.environ[k]} " for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")
+                  if k in os.environ)
+    return f"$ {env}python {shlex.join(sys.argv)}"
+
+
+def peer_versions(systems, threads):
+    """numpy's version, and torch's and Storchastic's when Storchastic is measured."""
+    versions = f"numpy {__import__('numpy').__version__}"
+    if "storchastic" in systems:
+        import importlib.metadata
+        import torch
+        torch.set_num_threads(threads)
+        versions += (f", torch {torch.__version__} ({threads} thread(s)), storchastic "
+                     f"{importlib.metadata.version('storchastic')}")
+    return versions
