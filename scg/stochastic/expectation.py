@@ -83,6 +83,13 @@ class Expectation:
             reasons=self._reasons, wrap_args=wrap_args, build=build, plan=self._plan,
             estimators=self.estimators)
         self._calls[0] += 1
+        if isinstance(self.estimators, dict) and self._calls[0] == 1:
+            unknown = [k for k in self.estimators if k not in trace.sites]
+            if unknown:
+                warnings.warn(
+                    f"estimators names site(s) {', '.join(map(repr, unknown))}, which the "
+                    f"model did not draw (its sites: {', '.join(map(repr, trace.sites))}): "
+                    "check the names", UserWarning, stacklevel=3)
         for site, baseline, q, state in updates:
             if baseline.stateful and not state and self.warn_lost_history:
                 _warn_if_history_lost(self, site, baseline)

@@ -8,8 +8,10 @@ place, not on where or when it ran. A chunk is a `ChunkTask`, a plain picklable 
 model), and a chunk that a lost worker had is run again and counted once.
 """
 
+import copy
 import math
 import time
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -34,6 +36,8 @@ class ChunkTask:
     allow_unused: bool = False
     keep: int = 0  # per-draw estimates to return (for histograms)
     label: object = None
+    index: int = 0  # (for messages: this chunk's place in the study)
+    baseline_state: dict = None  # stateful baselines' history to start from (a copy)
 
 
 @dataclass
@@ -46,16 +50,27 @@ class ChunkResult:
     evals_per_draw: int
     kept: np.ndarray = field(default=None, repr=False)
     label: object = None
+    pairs: bool = False  # a site drew antithetic pairs
+    no_history: tuple = ()  # sites whose stateful baseline started without history
+    sites: tuple = ()  # the names of the model's sample sites
 
 
 def run_chunk(task):
-    """Run one chunk: the per-draw gradients of `task.n` draws, reduced to their moments."""
+    """Run one chunk: the per-draw gradients of `task.n` draws, reduced to their moments.
+    An error says which estimator and which chunk it came from."""
     E = Expectation(task.model, n=task.n, seed=np.random.default_rng(task.seed),
                     estimators=task.estimators)
-    E.warn_lost_history = False  # (each chunk starts its baselines' history anew)
+    E.warn_lost_history = False  # (the study says so itself, see no_history)
+    if task.baseline_state:
+        E._baseline_state = copy.deepcopy(task.baseline_state)
     start = time.perf_counter()
-    gs = grad_samples(E, task.argnums, allow_unused=task.allow_unused)(*task.args,
-                                                                       **task.kwargs)
+    try:
+        gs = grad_samples(E, task.argnums, allow_unused=task.allow_unused)(*task.args,
+                                                                           **task.kwargs)
+    except Exception as e:
+        where = f" of estimator {task.label!r}" if task.label is not None else ""
+        e.add_note(f"(in chunk {task.index}{where} of the study: {task.n} draws)")
+        raise
     seconds = time.perf_counter() - start
     leaves = [np.reshape(leaf, (gs.n, -1)) for leaf in pytree.flatten_leaves(gs.samples)[0]]
     moments = Moments.of_columns(leaves)
@@ -63,7 +78,11 @@ def run_chunk(task):
     trace = E.last_trace
     pairs = any(s.estimator.antithetic for s in trace.sites.values())
     evals = trace.copies.count * (2 if pairs else 1)
-    return ChunkResult(moments, seconds, evals, kept, task.label)
+    start_state = task.baseline_state or {}
+    no_history = tuple(s.name for s in trace.sites.values() if s.baseline is not None and
+                       s.baseline.stateful and not start_state.get(s.name))
+    return ChunkResult(moments, seconds, evals, kept, task.label, pairs, no_history,
+                       tuple(trace.sites))
 
 
 def chunk_sizes(n, chunk):
@@ -98,6 +117,23 @@ def run_chunks(tasks, client=None, desc="draws"):
     return results
 
 
+def warn_no_history(results, what):
+    """Warn once if stateful baselines started without history in the chunks: each chunk is
+    one call of a new expectation, so a moving average there is no baseline at all."""
+    sites = sorted({s for r in results for s in r.no_history})
+    labels = list(dict.fromkeys(r.label for r in results if r.no_history))
+    if sites:
+        which = f" (estimators {', '.join(map(repr, labels))})" if labels != [None] else ""
+        warnings.warn(
+            f"{what}: the stateful baseline of site {', '.join(map(repr, sites))}{which} had "
+            "no history: each chunk is one call of a new expectation, so a moving average "
+            "there subtracts nothing and the row measures the score function without a "
+            "baseline. Call scg.grad_samples(E, chunk=...) on an expectation whose baseline "
+            "has been warmed up by earlier calls (its state is carried into every chunk), "
+            "or study a baseline that needs no history (scg.Score('loo'))", UserWarning,
+            stacklevel=3)
+
+
 def merge(results):
     """The merged moments of chunk results (in the order given), the seconds they took,
     and their evaluations per draw."""
@@ -108,18 +144,24 @@ def merge(results):
 
 def structure(args, argnums):
     """A function rebuilding flat per-coordinate vectors into the structure of the
-    differentiated arguments (like scg.grad's result)."""
-    single = isinstance(argnums, (int, np.integer))
+    differentiated arguments (like scg.grad's result). Its attributes: `paths`, the
+    coordinates' names, and `flatten(tree)`, a tree of that structure (a reference
+    gradient) as a flat vector, matched leaf by leaf by name."""
+    single = isinstance(argnums, (int, np.integer)) and not isinstance(argnums, bool)
     nums = (int(argnums),) if single else tuple(argnums)
+    for i in nums:
+        if not -len(args) <= i < len(args):
+            raise ValueError(f"argnums={argnums!r} but the model gets {len(args)} positional "
+                             f"argument(s) here")
     parts = []
     for i in nums:
-        leaves, treedef = pytree.flatten_leaves(args[i])
-        parts.append((treedef, [np.shape(leaf) for leaf in leaves]))
+        leaves, treedef, paths = pytree.flatten(args[i])
+        parts.append((treedef, [np.shape(leaf) for leaf in leaves], paths))
 
     def rebuild(flat):
         flat = np.asarray(flat, dtype=float)
         out, k = [], 0
-        for treedef, shapes in parts:
+        for treedef, shapes, _ in parts:
             leaves = []
             for shape in shapes:
                 size = math.prod(shape)
@@ -128,6 +170,41 @@ def structure(args, argnums):
             out.append(leaves[0] if treedef is None else pytree.unflatten(treedef, leaves))
         return out[0] if single else tuple(out)
 
+    def flatten(tree):
+        trees = [tree] if single else list(tree) if isinstance(tree, (tuple, list)) else None
+        if trees is None or len(trees) != len(parts):
+            raise ValueError(f"reference must have the structure of the gradient: "
+                             f"{'one tree' if single else f'a tuple of {len(parts)} trees'}")
+        flat = []
+        for t, (_, shapes, paths) in zip(trees, parts):
+            leaves, _, ref_paths = pytree.flatten(t)
+            by_path = dict(zip(ref_paths, leaves))
+            missing = [p or "(the argument)" for p in paths if p not in by_path]
+            if missing or len(by_path) != len(paths):
+                raise ValueError(f"reference must have the structure of the argument: its "
+                                 f"leaves are {list(ref_paths)}, the argument's "
+                                 f"{list(paths)}")
+            for p, shape in zip(paths, shapes):
+                leaf = np.asarray(by_path[p], dtype=float)
+                if leaf.size != math.prod(shape):
+                    raise ValueError(f"reference{p} has {leaf.size} entries, the argument's "
+                                     f"leaf {math.prod(shape)}")
+                flat.append(np.ravel(leaf))
+        return np.concatenate(flat) if flat else np.zeros(0)
+
+    def names():
+        out = []
+        for i, (_, shapes, paths) in zip(nums, parts):
+            for p, shape in zip(paths, shapes):
+                size = math.prod(shape)
+                base = f"{p}" if single else f"[{i}]{p}"
+                out += [base + (f"[{j}]" if size > 1 else "") for j in range(size)] if \
+                    len(shape) <= 1 else [f"{base}{list(np.unravel_index(j, shape))}"
+                                          for j in range(size)]
+        return out
+
+    rebuild.flatten = flatten
+    rebuild.names = names
     return rebuild
 
 
@@ -137,6 +214,8 @@ def spawn(seed, count):
     if isinstance(seed, np.random.SeedSequence):
         seed = np.random.SeedSequence(seed.entropy, spawn_key=seed.spawn_key,
                                       pool_size=seed.pool_size)
+    elif isinstance(seed, np.random.Generator):  # (fresh seeds from it on every call)
+        seed = np.random.SeedSequence(int(seed.integers(2 ** 63)))
     else:
         seed = np.random.SeedSequence(seed)
     return seed.spawn(count)

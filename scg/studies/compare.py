@@ -10,7 +10,8 @@ import numpy as np
 
 from ..core import pytree
 from ..estimators import as_estimator
-from .chunks import ChunkTask, chunk_sizes, merge, run_chunks, spawn, structure
+from .chunks import (ChunkTask, chunk_sizes, merge, run_chunk, run_chunks, spawn, structure,
+                     warn_no_history)
 
 
 class Row:
@@ -29,26 +30,44 @@ class Row:
         self.time_per_draw = seconds / self.n
         self.evals_per_draw = evals
         total = float(np.sum(moments.var))
-        self.efficiency = 1.0 / (total * self.time_per_draw) if total > 0 else np.inf
+        # exact: no spread beyond rounding (an enumeration, a coordinate antithetic pairs
+        # cancel); its efficiency is infinite, its z against a reference 0 within rounding
+        scale = np.maximum(np.abs(moments.mean), 1.0)
+        self._exact = moments.stderr <= 1e-12 * scale
+        if np.isnan(total):  # (fewer than two draws or pairs)
+            self.efficiency = np.nan
+        elif np.all(self._exact):
+            self.efficiency = np.inf
+        else:
+            self.efficiency = 1.0 / (total * self.time_per_draw)
         self.samples = samples
         self.bias = self.z = None
         if reference is not None:
             bias = moments.mean - reference
             se = moments.stderr
             with np.errstate(divide="ignore", invalid="ignore"):
-                z = np.where(se > 0, bias / np.where(se > 0, se, 1.0),
-                             np.where(bias == 0, 0.0, np.inf))
+                z = np.where(self._exact,
+                             np.where(np.abs(bias) <= 1e-9 * np.maximum(np.abs(reference), 1.0),
+                                      0.0, np.sign(bias) * np.inf),
+                             bias / np.where(self._exact, 1.0, se))
             self.bias, self.z = rebuild(bias), rebuild(z)
             self._flat_z = z
 
     def to_dict(self):
+        """Plain Python values (JSON-ready: NaN and infinities become None)."""
+        def number(v):
+            v = float(v)
+            return v if np.isfinite(v) else None
+
         def plain(x):
-            return pytree.tree_map(lambda v: np.asarray(v).tolist(), x) if x is not None \
-                else None
+            if x is None:
+                return None
+            return pytree.tree_map(lambda v: number(v) if np.ndim(v) == 0 else
+                                   [number(e) for e in np.ravel(v)], x)
         return {"n": self.n, "mean": plain(self.mean), "var": plain(self.var),
                 "stderr": plain(self.stderr), "bias": plain(self.bias), "z": plain(self.z),
                 "time_per_draw": self.time_per_draw, "evals_per_draw": self.evals_per_draw,
-                "efficiency": self.efficiency}
+                "efficiency": number(self.efficiency), "exact": bool(np.all(self._exact))}
 
     def __repr__(self):
         return f"Row({self.label!r}, n={self.n}, mean={self.mean!r}, var={self.var!r})"
@@ -58,11 +77,12 @@ class Comparison:
     """The rows of a study, by label: `cmp[label]` is a `Row`; `.table()`, `.to_dict()`,
     `.plot(path)`."""
 
-    def __init__(self, rows, n, chunk, reference):
+    def __init__(self, rows, n, chunk, reference, names=None):
         self.rows = rows
         self.n = n
         self.chunk = chunk
         self.has_reference = reference is not None
+        self.names = names  # the coordinates' names, in the flat order
 
     def __getitem__(self, label):
         return self.rows[label]
@@ -74,7 +94,8 @@ class Comparison:
         return len(self.rows)
 
     def to_dict(self):
-        return {label: row.to_dict() for label, row in self.rows.items()}
+        """{label (as a string): the row's values}, JSON-ready."""
+        return {str(label): row.to_dict() for label, row in self.rows.items()}
 
     def table(self):
         """A Markdown table, one row per estimator (coordinates separated by commas)."""
@@ -90,7 +111,8 @@ class Comparison:
             cells = [str(label), vec(r._flat_mean), vec(np.sqrt(r._flat_var / r.n))]
             if self.has_reference:
                 cells += [vec(_flat(r.bias)), vec(_flat(r.z))]
-            eff = "exact" if np.isinf(r.efficiency) else f"{r.efficiency:.3g}"
+            eff = "exact" if np.isinf(r.efficiency) else \
+                "(fewer than 2 draws)" if np.isnan(r.efficiency) else f"{r.efficiency:.3g}"
             cells += [vec(r._flat_var), str(r.evals_per_draw),
                       f"{r.time_per_draw * 1e6:.3g}", eff]
             lines.append("| " + " | ".join(cells) + " |")
@@ -114,12 +136,17 @@ class Comparison:
             for label, s in drawn:
                 left.hist(s, bins=bins, histtype="step", density=True, label=str(label))
             left.legend(fontsize=8)
-        left.set_xlabel(f"per-draw estimate of gradient coordinate {coordinate}")
+        name = self.names[coordinate] if self.names else str(coordinate)
+        left.set_xlabel(f"per-draw estimate of the gradient's coordinate {name}")
         left.set_ylabel("density")
-        left.set_title("per-draw estimates (1st-99th percentile shown)")
-        labels = [str(k) for k in self.rows]
-        totals = [float(np.sum(r._flat_var)) for r in self.rows.values()]
-        right.barh(labels, [max(t, 1e-300) for t in totals], color="tab:blue")
+        left.set_title("per-draw estimates (0.5 % to 99.5 % quantiles shown)")
+        labels, totals = [], []
+        for label, r in self.rows.items():
+            total = float(np.sum(r._flat_var))
+            exact = np.all(r._exact)
+            labels.append(f"{label} (exact)" if exact else str(label))
+            totals.append(np.nan if exact else total)  # (no bar on a log axis for 0)
+        right.barh(labels, totals, color="tab:blue")
         right.set_xscale("log")
         right.invert_yaxis()
         right.set_xlabel("per-draw variance, summed over coordinates")
@@ -137,7 +164,7 @@ def _flat(x):
 
 
 def compare(model, *args, estimators, n, seed=None, reference=None, argnums=0, chunk=None,
-            client=None, keep=2000, **kwargs):
+            client=None, keep=2000, allow_unused=False, **kwargs):
     """Compare estimators of the gradient of E[model's costs] with respect to `args`.
 
     Args:
@@ -153,6 +180,13 @@ def compare(model, *args, estimators, n, seed=None, reference=None, argnums=0, c
         client: a dask.distributed.Client: the chunks run on its workers, with the same
             results as in this process for the same seed and chunk.
         keep: per-draw estimates kept per estimator, for the plot's histograms.
+        allow_unused: zeros for an argument no cost depends on, as in scg.grad.
+        Other keyword arguments are passed to the model.
+
+    Each estimator first runs on 4 draws here, so that one that does not apply to the
+    model fails at once, naming its label, before any chunk runs. A stateful baseline
+    (MovingAverage) has no history in a study: each chunk is one call of a new
+    expectation; scg warns when one is compared.
     Returns:
         A `Comparison`: `cmp[label]` (mean, var, stderr, bias, z, time_per_draw,
         evals_per_draw, efficiency), `.table()`, `.to_dict()`, `.plot(path)`.
@@ -174,32 +208,48 @@ def compare(model, *args, estimators, n, seed=None, reference=None, argnums=0, c
                 raise type(e)(f"estimators[{label!r}]: {e}") from None
     chunk = min(n, 100_000) if chunk is None else chunk
     sizes = chunk_sizes(n, chunk)
-    paired = [label for label, spec in estimators.items() if any(
-        getattr(s, "antithetic", False) for s in (spec.values() if isinstance(spec, dict)
-                                                  else [spec]))]
-    if paired and any(size % 2 for size in sizes):
-        raise ValueError(
-            f"estimators {', '.join(map(repr, paired))} draw antithetic pairs, so every chunk "
-            f"needs an even number of draws; n = {n:,} in chunks of {chunk:,} gives chunks of "
-            f"{sorted(set(sizes))}: choose an even n and an even chunk")
     rebuild = structure(args, argnums)
-    flat_reference = None
-    if reference is not None:
-        flat_reference = np.concatenate([np.ravel(np.asarray(v, dtype=float))
-                                         for v in pytree.flatten_leaves(reference)[0]])
+    flat_reference = None if reference is None else rebuild.flatten(reference)
+    _probe(model, args, kwargs, estimators, argnums, allow_unused, sizes, n, chunk)
     tasks = []
     for label, label_seed in zip(estimators, spawn(seed, len(estimators))):
         for i, (size, s) in enumerate(zip(sizes, label_seed.spawn(len(sizes)))):
             tasks.append(ChunkTask(model, args, kwargs, size, s, estimators[label], argnums,
-                                   keep=keep if i == 0 else 0, label=label))
+                                   allow_unused, keep=keep if i == 0 else 0, label=label,
+                                   index=i))
     results = run_chunks(tasks, client, desc="chunks")
+    warn_no_history(results, "scg.compare")
     rows = {}
     for label in estimators:
         mine = [r for r in results if r.label == label]
         moments, seconds, evals = merge(mine)
-        if flat_reference is not None and flat_reference.shape != moments.mean.shape:
-            raise ValueError(f"reference has {flat_reference.size} coordinates, the "
-                             f"gradient {moments.mean.size}: give it the argument's structure")
         rows[label] = Row(label, moments, seconds, evals, rebuild, flat_reference,
                           mine[0].kept)
-    return Comparison(rows, n, chunk, reference)
+    return Comparison(rows, n, chunk, reference, rebuild.names())
+
+
+def _probe(model, args, kwargs, estimators, argnums, allow_unused, sizes, n, chunk):
+    """Run every estimator on 4 draws, here: one that does not apply fails now, with its
+    label; one that draws antithetic pairs needs chunks of an even size; a per-site spec
+    must name sites of the model."""
+    for label, spec in estimators.items():
+        task = ChunkTask(model, args, kwargs, 4, np.random.SeedSequence(0), spec, argnums,
+                         allow_unused, label=label)
+        try:
+            result = run_chunk(task)
+        except Exception as e:
+            e.add_note(f"(scg.compare tried estimator {label!r} on 4 draws before the "
+                       "study: it does not apply to this model as given)")
+            raise
+        if isinstance(spec, dict):
+            unknown = [k for k in spec if k not in result.sites]
+            if unknown:
+                raise ValueError(
+                    f"estimators[{label!r}] names site(s) {', '.join(map(repr, unknown))}, "
+                    f"which the model does not draw; its sites: "
+                    f"{', '.join(map(repr, result.sites))}")
+        if result.pairs and any(size % 2 for size in sizes):
+            raise ValueError(
+                f"estimator {label!r} draws antithetic pairs, so every chunk needs an even "
+                f"number of draws; n = {n:,} in chunks of {chunk:,} gives chunks of "
+                f"{sorted(set(sizes))}: choose an even n and an even chunk")

@@ -2,7 +2,8 @@
 
 from ..stochastic.expectation import Expectation, GradSamples
 from ..stochastic.expectation import grad_samples as grad_samples_in_memory
-from .chunks import ChunkTask, chunk_sizes, merge, run_chunks, spawn, structure
+from .chunks import (ChunkTask, chunk_sizes, merge, run_chunks, spawn, structure,
+                     warn_no_history)
 
 
 def grad_samples(E, argnums=0, *, allow_unused=False, chunk=None, client=None):
@@ -33,9 +34,13 @@ def grad_samples(E, argnums=0, *, allow_unused=False, chunk=None, client=None):
         # fresh draws on every call, as for an expectation in memory: the chunks' seeds
         # come from a number drawn from the expectation's generator
         seeds = spawn(int(E.rng.integers(2 ** 63)), len(sizes))
+        # (a baseline's history in the expectation is carried into every chunk)
         tasks = [ChunkTask(E.model, args, kwargs, size, s, E.estimators, argnums,
-                           allow_unused) for size, s in zip(sizes, seeds)]
-        moments, _, _ = merge(run_chunks(tasks, client, desc="chunks"))
+                           allow_unused, index=i, baseline_state=E._baseline_state)
+                 for i, (size, s) in enumerate(zip(sizes, seeds))]
+        results = run_chunks(tasks, client, desc="chunks")
+        warn_no_history(results, "scg.grad_samples in chunks")
+        moments, _, _ = merge(results)
         rebuild = structure(args, argnums)
         return GradSamples(None, moments.count, mean=rebuild(moments.mean),
                            var=rebuild(moments.var))

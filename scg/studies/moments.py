@@ -67,8 +67,9 @@ class Moments:
 
 @numba.njit(cache=True)
 def _mean_and_m2(x):
-    """Per column of a (count, k) array, two passes without temporaries: the mean, then the
-    sum of squared deviations from it (the two-pass form: no cancellation)."""
+    """Per column of a (count, k) array, without temporaries: the mean, corrected by a
+    second pass (the mean of the deviations from the first one: n equal values give that
+    value exactly, not one off by a rounding error), then the sum of squared deviations."""
     n, k = x.shape
     mean = np.zeros(k)
     m2 = np.zeros(k)
@@ -77,6 +78,10 @@ def _mean_and_m2(x):
         for i in range(n):
             s += x[i, j]
         mu = s / n
+        c = 0.0
+        for i in range(n):
+            c += x[i, j] - mu
+        mu += c / n
         t = 0.0
         for i in range(n):
             d = x[i, j] - mu
