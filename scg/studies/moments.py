@@ -67,21 +67,19 @@ class Moments:
 
 @numba.njit(cache=True)
 def _mean_and_m2(x):
-    """Per column of a (count, k) array, without temporaries: the mean, corrected by a
-    second pass (the mean of the deviations from the first one: n equal values give that
-    value exactly, not one off by a rounding error), then the sum of squared deviations."""
+    """Per column of a (count, k) array, two passes without temporaries: the mean of the
+    values shifted by the first one (n equal values give that value exactly, not one off by
+    a rounding error, whose spread would then look like a variance), then the sum of
+    squared deviations from the mean."""
     n, k = x.shape
     mean = np.zeros(k)
     m2 = np.zeros(k)
     for j in range(k):
+        shift = x[0, j]
         s = 0.0
         for i in range(n):
-            s += x[i, j]
-        mu = s / n
-        c = 0.0
-        for i in range(n):
-            c += x[i, j] - mu
-        mu += c / n
+            s += x[i, j] - shift
+        mu = shift + s / n
         t = 0.0
         for i in range(n):
             d = x[i, j] - mu
