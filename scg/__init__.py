@@ -25,5 +25,5 @@ __all__ = list(distributions.__all__) + [
 
 from . import nn, optim  # noqa: E402  (functional layers and optimizers over pytrees)
 from .studies import Comparison, compare, grad_samples  # noqa: E402
-from .progress import progress  # noqa: E402
+from .core.progress import progress  # noqa: E402
 __all__ += ["nn", "optim", "progress", "compare", "Comparison"]

@@ -33,5 +33,5 @@ def as_estimator(spec):
                      f"got {spec!r}")
 
 
-__all__ = ["linear_term", "magic_box", "DisARM", "Estimator", "Enumerate", "GumbelSoftmax", "MeasureValued", "Pathwise", "Score", "baselines",
-           "as_estimator"]
+__all__ = ["DisARM", "Enumerate", "Estimator", "GumbelSoftmax", "MeasureValued", "Pathwise",
+           "Score", "as_estimator", "baselines", "linear_term", "magic_box"]

@@ -10,7 +10,6 @@ from ..core.tape import strip
 from ..distributions.base import family_of
 from ..errors import EstimatorError
 from ..numpy import rules as R
-from ..stochastic.persample import PerSample
 from .base import Estimator
 
 _TINY = np.finfo(float).tiny
@@ -76,7 +75,7 @@ class GumbelSoftmax(Estimator):
             noise = np.log(u) - np.log1p(-u)  # logistic
         else:
             noise = -np.log(-np.log(u))  # Gumbel
-        scores = R.divide(R.add(_logits(family, bernoulli), PerSample(noise, d.level)),
+        scores = R.divide(R.add(_logits(family, bernoulli), d.per_draw(noise)),
                           self.temperature)
         y = R.sigmoid(scores) if bernoulli else R.softmax(scores, axis=-1)
         if not self.hard:
@@ -89,7 +88,7 @@ class GumbelSoftmax(Estimator):
         else:
             hard = np.equal(np.argmax(soft, axis=-1)[..., None],
                             np.arange(soft.shape[-1])).astype(float)
-        return R.add(y, PerSample(hard - soft, d.level))
+        return R.add(y, d.per_draw(hard - soft))
 
     def describe(self, site):
         kind = ("straight-through Gumbel-softmax (exact discrete values, the gradient of "

@@ -58,8 +58,9 @@ class MeasureValued(Estimator):
       B ~ Binomial(total_count - 1, probs).
     - Geometric(probs) (failures before the first success): c = 1/probs, x+ = G,
       x- = 1 + G + G', G, G' ~ Geometric(probs).
-    - Categorical and OneHotCategorical, in each probability p_k: f(k) - f(x), x the
-      draw (a control that sums to zero as the probabilities sum to 1).
+    - Categorical and OneHotCategorical, in each probability p_k: f(k), the derivative
+      of sum_k p_k f(k) (the chain rule through softmax or a normalisation removes any
+      part common to all k).
 
     Plates: the elements of a plate are replaced together (one pair of copies per
     coordinate outside the plates, whatever the plate's size): element b's costs then
@@ -149,7 +150,7 @@ class MeasureValued(Estimator):
         if lay.family in _CATEGORICAL:
             weight = np.zeros((rows,) + lay.shape + (lay.categories,))
             for _, index, k, copy in lay.slots:
-                weight[everything + index + (k,)] = spread(per_copy[copy] - per_copy[0])
+                weight[everything + index + (k,)] = spread(per_copy[copy])
             return linear_term(_traced(site, ctx, lay.keys[0]), weight, 1.0 / ctx.n)
         total = None
         for key in lay.keys:

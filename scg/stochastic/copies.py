@@ -59,10 +59,6 @@ class Copies:
         x = np.asarray(x)
         return np.broadcast_to(x, (self.count,) + x.shape).reshape((self.rows,) + x.shape[1:])
 
-    def base_rows(self, x):
-        """The rows of copy 0 of every site: (n, *rest)."""
-        return np.asarray(x)[:self.n]
-
     def group_sum(self, x, names):
         """Sum x (rows, *rest) over the copy axes of `names`, keeping them (size 1) and
         broadcasting back to (rows, *rest): each row gets the total of its group."""

@@ -256,6 +256,11 @@ class SiteDraw:
             return self.copies.tile(both) if self.copies else both
         return self._draw(lambda dist, rng, shape: dist.noise(rng, shape))
 
+    def per_draw(self, value):
+        """A plain array of physical shape (rows, ...) as a per-draw value of this run, for
+        an estimator that computes its draw with numpy functions (a relaxation)."""
+        return PerSample(value, self.level)
+
     def path(self, noise):
         """The traced draw along the sampling path (a PerSample with derivatives)."""
         return self.dist.path(PerSample(noise, self.level))

@@ -24,7 +24,8 @@ class Trace:
     """Sites, costs and estimator choices of one evaluation of a model with n draws.
 
     Attributes:
-        sites: name -> Site (`.kind`, `.value` of physical shape (n, ...), `.dist`,
+        sites: name -> Site (`.kind`, `.value` of physical shape (rows, ...): n rows, times
+            the copies when an estimator evaluates copies of the run; `.dist`,
             `.estimator`, `.reason`).
         costs: name -> per-draw total of that cost, shape (n,).
         graph: a networkx.DiGraph over parameters, deterministic operations, sample

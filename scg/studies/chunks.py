@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..core import pytree
-from ..progress import progress
+from ..core.progress import progress
 from ..stochastic.expectation import Expectation, grad_samples
 from .moments import Moments, merge_all
 

@@ -20,8 +20,10 @@ class Row:
     `time_per_draw` (seconds), `evals_per_draw`, `efficiency`. `samples`: a few per-draw
     estimates, flattened, shape (k, coordinates) (for histograms)."""
 
-    def __init__(self, label, moments, seconds, evals, rebuild, reference, samples):
+    def __init__(self, label, moments, seconds, evals, rebuild, reference, samples,
+                 pairs=False):
         self.label = label
+        self.pairs = pairs  # antithetic: a row is a pair of draws (n, var, time, evals)
         self.n = moments.count
         self._flat_mean, self._flat_var = moments.mean, moments.var
         self.mean = rebuild(moments.mean)
@@ -67,7 +69,8 @@ class Row:
         return {"n": self.n, "mean": plain(self.mean), "var": plain(self.var),
                 "stderr": plain(self.stderr), "bias": plain(self.bias), "z": plain(self.z),
                 "time_per_draw": self.time_per_draw, "evals_per_draw": self.evals_per_draw,
-                "efficiency": number(self.efficiency), "exact": bool(np.all(self._exact))}
+                "efficiency": number(self.efficiency), "exact": bool(np.all(self._exact)),
+                "per_pair": self.pairs}
 
     def __repr__(self):
         return f"Row({self.label!r}, n={self.n}, mean={self.mean!r}, var={self.var!r})"
@@ -75,7 +78,8 @@ class Row:
 
 class Comparison:
     """The rows of a study, by label: `cmp[label]` is a `Row`; `.table()`, `.to_dict()`,
-    `.plot(path)`."""
+    `.plot(path)`. For an estimator that draws antithetic pairs, a "draw" of its row is a
+    pair: its n, variance, time and evaluations are per pair (the table says so)."""
 
     def __init__(self, rows, n, chunk, reference, names=None):
         self.rows = rows
@@ -108,7 +112,8 @@ class Comparison:
         head += ["variance per draw", "evals per draw", "µs per draw", "efficiency"]
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for label, r in self.rows.items():
-            cells = [str(label), vec(r._flat_mean), vec(np.sqrt(r._flat_var / r.n))]
+            name = f"{label} (per pair)" if r.pairs else str(label)
+            cells = [name, vec(r._flat_mean), vec(np.sqrt(r._flat_var / r.n))]
             if self.has_reference:
                 cells += [vec(_flat(r.bias)), vec(_flat(r.z))]
             eff = "exact" if np.isinf(r.efficiency) else \
@@ -173,7 +178,9 @@ def compare(model, *args, estimators, n, seed=None, reference=None, argnums=0, c
             "pathwise", "score", scg.Score(...), scg.MeasureValued(), ...; sites whose
             family it does not serve keep "auto") or a dict {site name: spec}.
         n: draws per estimator.
-        seed: an int (or SeedSequence): each estimator's chunks get seeds spawned from it.
+        seed: an int, a SeedSequence (reusable: the same seeds on every call) or a numpy
+            Generator (fresh seeds from it): each estimator's chunks get seeds spawned
+            from it.
         reference: the exact gradient (structured like the argument), for bias and z.
         argnums: which arguments to differentiate, as in scg.grad.
         chunk: draws per chunk (memory is that of one chunk); default min(n, 100 000).
@@ -224,7 +231,7 @@ def compare(model, *args, estimators, n, seed=None, reference=None, argnums=0, c
         mine = [r for r in results if r.label == label]
         moments, seconds, evals = merge(mine)
         rows[label] = Row(label, moments, seconds, evals, rebuild, flat_reference,
-                          mine[0].kept)
+                          mine[0].kept, mine[0].pairs)
     return Comparison(rows, n, chunk, reference, rebuild.names())
 
 

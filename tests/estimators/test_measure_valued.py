@@ -313,3 +313,17 @@ def test_errors_and_explain():
     assert "unbiased; 9 evaluations of the model downstream per draw" in text
     assert "R Rayleigh (the same R)" in text and "M double-sided Maxwell" in text
     assert repr(scg.MeasureValued(coupled=False)) == "MeasureValued(coupled=False)"
+
+
+def test_categorical_in_its_probabilities_agrees_with_enumeration():
+    f = np.array([1.0, 4.0, 9.0])
+
+    def model(p, est):
+        x = scg.sample("x", scg.Categorical(probs=p), estimator=est)
+        return scg.take(f, x, axis=0)
+
+    p = np.array([0.2, 0.3, 0.5])
+    exact = scg.grad(scg.expectation(model, n=2, seed=0))(p, scg.Enumerate())
+    assert np.allclose(exact, f)  # d/dp_k sum_j p_j f_j
+    gs = scg.grad_samples(scg.expectation(model, n=4_000, seed=1))(p, scg.MeasureValued())
+    assert np.allclose(gs.mean, exact)

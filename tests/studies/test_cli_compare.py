@@ -46,7 +46,7 @@ def rows(out):
     for line in out.splitlines():
         if line.startswith("| ") and not line.startswith("| estimator |"):
             cells = [c.strip() for c in re.split(r"(?<!\\)\|", line.strip()[1:-1])]
-            table[cells[0]] = cells[1:]
+            table[cells[0].removesuffix(" (per pair)")] = cells[1:]
     return table
 
 
