@@ -32,20 +32,3 @@ polygamma = Primitive("polygamma", lambda n, x: _flat(K.polygamma_kernel, x, int
 defvjp(lgamma, lambda g, ans, x: R.multiply(g, digamma(x)))
 defvjp(digamma, lambda g, ans, x: R.multiply(g, polygamma(1, x)))
 defvjp(polygamma, None, lambda g, ans, n, x: R.multiply(g, polygamma(int(n) + 1, x)))
-
-
-def trigamma(x):
-    """The derivative of digamma."""
-    return polygamma(1, x)
-
-
-def lbeta(a, b):
-    """log B(a, b) = lgamma(a) + lgamma(b) - lgamma(a + b)."""
-    return lgamma(a) + lgamma(b) - lgamma(R.add(a, b))
-
-
-def xlogy(x, y):
-    """x * log(y), taken as 0 where x == 0 (also for y == 0)."""
-    zero = np.equal(x, 0) if not isinstance(x, (int, float)) else (x == 0)
-    safe = np.where(zero, 1.0, y)
-    return np.where(zero, 0.0, x * np.log(safe))
