@@ -340,41 +340,36 @@ def _plain(dist):
     return dist._rebuild({k: strip(v) for k, v in params.items()})
 
 
+def _lifted_params(dist, level):
+    """The family's parameters, the per-draw ones (of this run's level) replaced by their
+    traced physical values lifted to full rank (rows, *batch, *event); and the names of
+    those (empty if none is per-draw)."""
+    inner = family_of(dist)
+    params = inner.params
+    keys = tuple(k for k, v in params.items() if isinstance(v, PerSample) and v.level == level)
+    for key in keys:
+        c = inner.arg_constraints.get(key)
+        params[key] = lift(params[key], len(inner.batch_shape) + (c.event_dim if c else 0),
+                           level)
+    return params, keys
+
+
 def _physical(dist, n, level):
     """A copy of dist with plain parameters whose batch shape includes the n draws, and the
     sample shape to draw with, and the names of the per-sample parameters, which are
     lifted to their full rank."""
-    inner = family_of(dist)
-    params = inner.params
-    if not any(isinstance(v, PerSample) and v.level == level for v in params.values()):
+    params, keys = _lifted_params(dist, level)
+    if not keys:
         return dist, (n,), ()
-    plain, lifted = {}, []
-    for key, v in params.items():
-        if isinstance(v, PerSample) and v.level == level:
-            c = inner.arg_constraints.get(key)
-            rank = len(inner.batch_shape) + (c.event_dim if c is not None else 0)
-            plain[key] = np.asarray(strip(lift(v, rank, level)))
-            lifted.append(key)
-        else:
-            plain[key] = v if v is None else np.asarray(strip(v))
-    return dist._rebuild(plain), (), tuple(lifted)
+    plain = {k: v if v is None else np.asarray(strip(v)) for k, v in params.items()}
+    return dist._rebuild(plain), (), keys
 
 
 def _traced_physical(dist, level):
     """dist with its per-draw parameters replaced by their traced physical values, lifted
     to full rank (rows, *batch, *event): a distribution over the rows of a run."""
-    inner = family_of(dist)
-    params = inner.params
-    if not any(isinstance(v, PerSample) and v.level == level for v in params.values()):
-        return dist
-    lifted = {}
-    for key, v in params.items():
-        if isinstance(v, PerSample) and v.level == level:
-            c = inner.arg_constraints.get(key)
-            lifted[key] = lift(v, len(inner.batch_shape) + (c.event_dim if c else 0), level)
-        else:
-            lifted[key] = v
-    return dist._rebuild(lifted)
+    params, keys = _lifted_params(dist, level)
+    return dist._rebuild(params) if keys else dist
 
 
 # ---------------------------------------------------------------------- cost

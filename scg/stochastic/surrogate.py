@@ -88,11 +88,7 @@ class SurrogateContext:
         total = None  # (the first term as it is: no copy of n numbers for one cost)
         for c in self.trace.downstream_costs(site):
             value, plates = self.costs[c.name]
-            value = strip(value)
-            for e in down:
-                w = self.weight(e) if e in c.deps.up else copies.first([e])[:, None]
-                value = np.multiply(value, strip(w) if e in c.deps.up else
-                                    np.reshape(w, (-1,) + (1,) * (np.ndim(value) - 1)))
+            value = self._weighted(c, strip(value), plates, down, plain=True)
             value = grid.onto(value, plates, site.plates)
             total = value if total is None else total + value
         shape = (self.trace.rows,) + tuple(np.shape(strip(self.log_prob(site)))[1:])
@@ -117,8 +113,7 @@ class SurrogateContext:
         for e in copies.names:
             if e in site.param_deps.up:
                 w = self.weight(e)
-                wide = [p.name for p in self.grid.plates
-                        if np.shape(strip(w))[self.grid.axis(p)] > 1 and p not in site.plates]
+                wide = self._wider(w, site.plates)
                 if wide:
                     raise EstimatorError(
                         f"site {site.name!r} is outside plate {', '.join(wide)} but depends on "
@@ -229,29 +224,34 @@ class SurrogateContext:
                     objective = R.add(objective, term)
         return objective
 
-    def _weighted(self, c, value, plates):
-        """A cost on the grid times the weights of the copying sites (index 0 of those it
-        does not depend on: its value is the same in all their copies)."""
+    def _weighted(self, c, value, plates, names=None, plain=False):
+        """A cost on the grid times the weights of the copying sites `names` (all of them
+        by default; index 0 of those it does not depend on: its value is the same in all
+        their copies), traced or `plain`."""
         copies = self.copies
         if not copies:
             return value
-        for e in copies.names:
+        for e in copies.names if names is None else names:
             if e in c.deps.up:
                 w = self.weight(e)
-                wide = [p.name for p in self.grid.plates
-                        if np.shape(strip(w))[self.grid.axis(p)] > 1 and p not in plates]
+                wide = self._wider(w, plates)
                 if wide:
                     raise EstimatorError(
                         f"cost {c.name!r} mixes the elements of plate {', '.join(wide)}, in "
                         f"which site {e!r} is enumerated element by element; compute the cost "
                         "per element (inside the plate, without summing over it), or draw the "
                         f"site outside the plate to enumerate its joint values")
-                value = R.multiply(value, w)
+                value = R.multiply(value, strip(w) if plain else w)
             else:
                 # (a shared cost, of one row, is counted once per draw too)
                 value = R.multiply(value, np.reshape(copies.first([e]), (-1,) + (1,) * (
                     np.ndim(strip(value)) - 1)))
         return value
+
+    def _wider(self, w, plates):
+        """The names of the plates along which a weight varies but that are not `plates`."""
+        return [p.name for p in self.grid.plates
+                if np.shape(strip(w))[self.grid.axis(p)] > 1 and p not in plates]
 
     def _down(self, site):
         """The copying sites downstream of (or unrelated to) the site: summed out of q."""
