@@ -293,6 +293,12 @@ _REDUCTIONS = frozenset([R.sum_, R.mean, R.max_, R.min_, R.logsumexp, R.argmax, 
 _INDEXING = frozenset([R.getitem, R.gather, R.take_along_axis])
 
 
+def _new_axes_only(index):
+    index = index if isinstance(index, tuple) else (index,)
+    return all(i is None or i is Ellipsis or (type(i) is slice and i == slice(None))
+               for i in index)
+
+
 def keeps_elements(prim, args, kwargs, plates):
     """Does this operation keep the elements of the plates apart: element b of its result
     computed from element b of its inputs only? Elementwise operations do; a reduction or
@@ -302,6 +308,8 @@ def keeps_elements(prim, args, kwargs, plates):
         return True
     if prim in _INDEXING and not (isinstance(args[0], PerSample) and args[0].plates):
         return True  # a table without plate elements, indexed per element (scg.take)
+    if prim is R.getitem and _new_axes_only(args[1]):
+        return True  # x[..., None]: every element stays where it was, axes are added
     sizes = {p.size for p in plates}
     if prim in _REDUCTIONS:
         shape = R.shape(args[0])

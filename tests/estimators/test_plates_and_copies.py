@@ -111,3 +111,24 @@ def test_a_support_of_one_value_needs_no_copies():
     gs = scg.grad_samples(scg.expectation(model, n=20_000, seed=0))(th)
     assert gs.mean[0] == 0.0
     assert gs.mean[1] == pytest.approx(2 * th[1], abs=4.5 * gs.stderr[1])
+
+
+def test_a_new_axis_on_a_plate_draw_keeps_the_elements():
+    # the one-hot comparison a PyTorch port writes: a[..., None] == arange(K)
+    rewards = np.array([[1.0, 0.0, 2.0], [0.5, 3.0, -1.0]])
+
+    def model(logits):
+        with scg.plate("data", 2):
+            a = scg.sample("a", scg.Categorical(logits=logits), estimator=scg.Enumerate())
+            return -np.sum(np.where(a[..., None] == np.arange(3), 1.0, 0.0) * rewards, axis=-1)
+
+    def exact(logits):
+        p = np.exp(logits)
+        p /= p.sum(-1, keepdims=True)
+        return -np.sum(p * rewards)
+
+    logits = np.array([[0.1, -0.2, 0.3], [0.0, 0.4, -0.1]])
+    E = scg.expectation(model, n=2, seed=0)
+    assert E(logits) == pytest.approx(exact(logits), rel=1e-12)
+    assert np.allclose(scg.grad(E)(logits), numeric_grad(exact, logits), atol=1e-7)
+    assert "return in plate data" in scg.trace(model, logits, n=2).explain()
