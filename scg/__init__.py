@@ -3,6 +3,7 @@
 from . import numpy as _numpy_rules  # noqa: F401  (installs numpy dispatch on traced values)
 from . import distributions
 from .differential_operators import grad, hessian, hvp, jacobian, value_and_grad
+from .jit import jit
 from .distributions import *  # noqa: F401,F403  (every family: scg.Normal, scg.Bernoulli, ...)
 from .errors import (BiasWarning, EstimatorError, NoGradientPathError, RandomnessWarning,
                      TracingError)
@@ -15,7 +16,7 @@ from .numpy.rules import (log_softmax, logsumexp, relu, sigmoid, softmax, softpl
                           stop_gradient, take)
 
 __all__ = list(distributions.__all__) + [
-    "grad", "value_and_grad", "jacobian", "hessian", "hvp", "stop_gradient",
+    "grad", "value_and_grad", "jit", "jacobian", "hessian", "hvp", "stop_gradient",
     "sigmoid", "softplus", "relu", "logsumexp", "softmax", "log_softmax", "take",
     "sample", "cost", "plate", "blackbox", "expectation", "grad_samples", "trace",
     "Expectation", "GradSamples", "Trace", "Pathwise", "Score", "Enumerate", "DisARM",

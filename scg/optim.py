@@ -16,7 +16,9 @@ import math
 
 import numpy as np
 
-from .core import pytree
+from .core import pytree, replay
+from .core.tape import Tracer
+from .kernels.optim import adam_step
 from .numpy.rules import shape
 
 
@@ -83,6 +85,11 @@ class Adam:
         b1, b2 = self.b1, self.b2
         g = np.concatenate([x.reshape(-1) if type(x) is np.ndarray else np.ravel(x)
                             for x in g_leaves])
+        if not any(_traced(x) for x in (g, t, state["m"], state["v"])):
+            # one pass over the parameters (recorded as one operation by scg.jit)
+            delta, m, v = replay.call(adam_step, g, state["m"], state["v"], t, self.lr, b1,
+                                      b2, self.eps)
+            return _apply(p_leaves, treedef, delta), {"t": t, "m": m, "v": v}
         m = b1 * state["m"] + (1.0 - b1) * g
         v = b2 * state["v"] + (1.0 - b2) * (g * g)
         # both bias corrections folded into the step size and eps (Adam paper, sec. 2):
@@ -90,16 +97,26 @@ class Adam:
         c2 = (1.0 - b2 ** t) ** 0.5
         delta = m * (self.lr * c2 / (1.0 - b1 ** t))
         delta /= np.sqrt(v) + self.eps * c2
-        new_p, k = [], 0
-        for p in p_leaves:
-            p_shape = shape(p)
-            size = math.prod(p_shape)
-            new_p.append(p - delta[k:k + size].reshape(p_shape))
-            k += size
-        return pytree.unflatten(treedef, new_p), {"t": t, "m": m, "v": v}
+        return _apply(p_leaves, treedef, delta), {"t": t, "m": m, "v": v}
 
     def __repr__(self):
         return f"Adam(lr={self.lr:g}, b1={self.b1:g}, b2={self.b2:g}, eps={self.eps:g})"
+
+
+def _apply(p_leaves, treedef, delta):
+    """The parameters minus their slices of the flat step `delta`."""
+    new_p, k = [], 0
+    for p in p_leaves:
+        p_shape = shape(p)
+        size = math.prod(p_shape)
+        new_p.append(p - delta[k:k + size].reshape(p_shape))
+        k += size
+    return pytree.unflatten(treedef, new_p)
+
+
+def _traced(x):
+    """Is x a value being differentiated (then the update is written with primitives)?"""
+    return isinstance(x, Tracer) and not x.floor
 
 
 def _check(p_leaves, g_leaves, who):

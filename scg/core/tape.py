@@ -29,6 +29,7 @@ class _ThreadState(threading.local):
         self.level = 0
         self.dropped = {}
         self.locked = []  # (level, array) made read-only while that level's tape lives
+        self.recording = None  # the open recording of scg.jit (scg/core/replay.py)
 
 
 THREAD = _ThreadState()
@@ -137,6 +138,7 @@ class Tracer:
     """
 
     __slots__ = ("level",)
+    floor = False  # a recorded value of scg.jit: loops that unwrap tracers stop at it
 
     @staticmethod
     def process(prim, args, kwargs, level):  # pragma: no cover - abstract
@@ -344,8 +346,11 @@ def box_operator(prim, python_operator=None, reflected=False):
 
 
 def strip(x, level=0):
-    """Remove every tracer above `level` from x (all of them by default): its plain value."""
-    while isinstance(x, Tracer) and x.level > level:
+    """Remove every tracer above `level` from x (all of them by default): its plain value.
+
+    Under `scg.jit` the plain value is itself recorded (a `Var`, see core/replay.py): strip
+    stops there, so that what is computed from it is recorded too."""
+    while isinstance(x, Tracer) and x.level > level and not x.floor:
         x = x.value
     return x
 

@@ -12,6 +12,7 @@ import functools
 
 import numpy as np
 
+from ..core import replay
 from ..core.tape import Box, Tracer, strip
 from ..errors import TracingError
 from ..numpy import rules as R
@@ -60,7 +61,11 @@ class Distribution:
             constraint = self.arg_constraints.get(name)
             if constraint is None:
                 continue
-            raw = _without_repeats(np.asarray(strip(value), dtype=float))
+            plain = strip(value)
+            if type(plain) is replay.Var and replay.expect(
+                    constraint.holds, plain, f"the constraint on {name_of}'s {name}"):
+                continue  # (under scg.jit: checked again on every replay)
+            raw = _without_repeats(np.asarray(strip(plain), dtype=float))
             ok = np.asarray(constraint.check(raw))
             if not ok.all():
                 bad = int(ok.size - np.count_nonzero(ok))

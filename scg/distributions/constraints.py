@@ -29,6 +29,10 @@ class Constraint:
             ok = np.all(ok, axis=tuple(range(-self.event_dim, 0)))
         return ok
 
+    def holds(self, value):
+        """Does every entry of value satisfy the constraint?"""
+        return bool(np.all(self.check(value)))
+
     def __repr__(self):
         return self.text
 

@@ -4,6 +4,8 @@ import warnings
 
 import numpy as np
 
+from ..core import replay
+
 from ..core.tape import read_only
 from ..distributions.base import family_of
 from ..errors import BiasWarning, EstimatorError
@@ -67,7 +69,9 @@ class Score(Estimator):
         if self.antithetic and isinstance(b, LeaveOneOut):
             out = _leave_pair_out(q, ctx.first_order)
         else:
-            out = b.advantage(q, state) if ctx.first_order else b.value(q, state)
+            # (one recorded operation under scg.jit: replays read the state as it is then)
+            out = replay.call(b.advantage if ctx.first_order else b.value, q,
+                              replay.Ref(state))
             ctx.check_baseline(site.name, b, q, state)
         ctx.update_baseline(site.name, b, q, state)
         return read_only(np.broadcast_to(out, q.shape))

@@ -29,6 +29,8 @@ import numba
 import numpy as np
 from numba import njit
 
+from ..core import replay
+from ..core.replay import Var
 from .continuous import _loc_scale_path, _normal
 from .primitives import PARALLEL_MIN, readonly_flat
 
@@ -129,10 +131,17 @@ _F64 = np.dtype(np.float64)
 _isfinite = math.isfinite
 
 
+def _all_finite(x):
+    return count_nonfinite(x) == 0
+
+
 def count_nonfinite(x):
     """How many entries of x are inf or nan: one counting pass over the threads for a large
     array, else one summing pass when there are none (a sum is finite only if every entry
-    is)."""
+    is). Under scg.jit, the replays check it again."""
+    if type(x) is Var:
+        return 0 if replay.expect(_all_finite, x, "a finiteness check") else \
+            count_nonfinite(x.concrete)
     if type(x) is not np.ndarray or x.dtype != _F64:
         x = np.asarray(x, dtype=float)
     if x.size <= 32:  # tiny (a scalar cost, a bias): Python's test is faster than a ufunc's

@@ -147,10 +147,16 @@ def _einsum(*args, **kw):
     return R.einsum(subscripts, *operands)
 
 
+def _read(x):
+    """The plain value of x (under scg.jit, read as a Python value: a guard)."""
+    x = strip(x)
+    return x.read(f"{x!r} was inspected by a numpy function") if isinstance(x, Tracer) else x
+
+
 def _inspect(fn):
     """Functions that only read values (shapes, tests): applied to the untraced values."""
     def impl(*args, **kwargs):
-        return fn(*[strip(a) for a in args], **{k: strip(v) for k, v in kwargs.items()})
+        return fn(*[_read(a) for a in args], **{k: _read(v) for k, v in kwargs.items()})
     return impl
 
 
@@ -271,7 +277,7 @@ def _unsized():
 
 def _per_draw(x):
     """Is x a tracer holding a value that differs between the draws of a model?"""
-    while isinstance(x, Tracer):
+    while isinstance(x, Tracer) and not x.floor:
         deps = getattr(x, "deps", None)  # (per-sample values have deps; boxes do not)
         if deps is not None and deps.up:
             return True

@@ -417,7 +417,16 @@ def _batch_broadcast_to(prim, args, kwargs, batched):
 reshape = prim("reshape", _reshape, batch=_batch_reshape)
 transpose = prim("transpose", _transpose, batch=_batch_transpose)
 swapaxes = prim("swapaxes", _swapaxes, batch=_batch_swapaxes)
-expand_dims = prim("expand_dims", np.expand_dims, batch=_batch_expand_dims)
+def _expand_dims(x, axis):
+    if type(axis) is int and type(x) is np.ndarray:  # (np.expand_dims normalizes axes slowly)
+        s = x.shape
+        k = axis if axis >= 0 else len(s) + 1 + axis
+        if 0 <= k <= len(s):
+            return x.reshape(s[:k] + (1,) + s[k:])
+    return np.expand_dims(x, axis)
+
+
+expand_dims = prim("expand_dims", _expand_dims, batch=_batch_expand_dims)
 squeeze = prim("squeeze", np.squeeze, batch=_batch_squeeze)
 broadcast_to = prim("broadcast_to", _broadcast_to, batch=_batch_broadcast_to)
 

@@ -5,7 +5,7 @@ import weakref
 
 import numpy as np
 
-from ..core import pytree
+from ..core import pytree, replay
 from ..differential_operators import _Traced, reverse
 from ..core.tape import (Box, backward, current_level, dropped_at, new_level, new_root,
                          strip)
@@ -60,6 +60,12 @@ class Expectation:
     def __call__(self, *args, **kwargs):
         return self._objective(args, kwargs)
 
+    def __replay_state__(self):
+        """What a call depends on besides its arguments (for scg.jit's key): the model, the
+        number of draws, the generator (by identity) and the estimators chosen so far."""
+        return (self.model, self.n, self.estimators, id(self.rng), self._decisions,
+                self._plan)
+
     def __getstate__(self):
         # the last trace holds the tape of the last call: not part of the expectation
         return {k: v for k, v in self.__dict__.items() if k != "last_trace"}
@@ -93,7 +99,7 @@ class Expectation:
         for site, baseline, q, state in updates:
             if baseline.stateful and not state and self.warn_lost_history:
                 _warn_if_history_lost(self, site, baseline)
-            baseline.update(q, state)
+            replay.effect(baseline.update, q, replay.Ref(state))  # (and after each replay)
         self.last_trace = trace
         return objective
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..core import replay
 from ..core.tape import Box, Tracer, kept, read_only, strip
 from ..distributions.base import Distribution, family_of
 from ..errors import EstimatorError, TracingError
@@ -159,7 +160,7 @@ def sample(name, dist, *, estimator="auto"):
         deps = Deps(dd.up | {name}, dd.smooth | {name}, dd.rough)
         value = draw.value
     else:  # a draw without one depends on its parents only through the estimator's terms
-        value = read_only(np.asarray(draw, dtype=float))
+        value = read_only(replay.asarray(draw, dtype=float))
         deps = Deps(param_deps.up | {name}, frozenset({name}), frozenset())
     # the draw has the plates open here, and those its parameters have element by element
     # (or mixed: a site outside a plate whose parameters sum over its elements)
@@ -272,7 +273,7 @@ class SiteDraw:
     def sample(self):
         """Plain draws, physical shape (rows, ...), without derivatives."""
         if self.dist.has_rsample:
-            return np.asarray(strip(self.plain_path(self.noise())))
+            return replay.asarray(self.plain_path(self.noise()))
         if self.antithetic:
             raise EstimatorError(
                 f"site {self.name!r}: antithetic draws need a sampling path from noise; "

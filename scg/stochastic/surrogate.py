@@ -20,6 +20,7 @@ weights, and each draw's estimate is the sum over its copies.
 
 import numpy as np
 
+from ..core import replay
 from ..core.tape import Box, strip
 from ..errors import EstimatorError
 from ..estimators.baselines import warn_if_own_draw_counts
@@ -92,7 +93,8 @@ class SurrogateContext:
             value = grid.onto(value, plates, site.plates)
             total = value if total is None else total + value
         shape = (self.trace.rows,) + tuple(np.shape(strip(self.log_prob(site)))[1:])
-        total = np.broadcast_to(np.asarray(0.0 if total is None else total, dtype=float), shape)
+        total = np.broadcast_to(replay.asarray(0.0 if total is None else total, dtype=float),
+                                shape)
         if not copies:
             return total
         return self._group(copies.group_sum(total, down), down)

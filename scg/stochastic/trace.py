@@ -7,6 +7,7 @@ import warnings
 import networkx as nx
 import numpy as np
 
+from ..core import replay
 from ..core.tape import Box, new_level, strip
 from ..errors import BiasWarning, EstimatorError, RandomnessWarning, TracingError
 from ..numpy import rules as R
@@ -36,7 +37,7 @@ class Trace:
                  plan=None, estimators=None):
         self.n = n
         self.estimators = estimators  # the caller's choice over the model's (see estimator_for)
-        self.rng = rng
+        self.rng = replay.generator.wrap(rng)  # (under scg.jit: every draw is recorded)
         self.level = level
         self.decisions = decisions
         self.reasons = reasons

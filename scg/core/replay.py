@@ -1,0 +1,455 @@
+"""Recording a call as a straight-line program of primitive operations, and replaying it.
+
+`scg.jit` (scg/jit.py) runs a function once with its numeric inputs wrapped in `Var`s: a
+tracer at the lowest level of the tape, holding the concrete value and a slot number.
+Every primitive applied to a Var (the model's own operations, the gradient rules run by
+the backward pass, an optimizer's update) computes its value as usual and appends one
+line to a `Recording`. The recording becomes Python source, one call per line, compiled
+once: replaying it costs one function call per operation and nothing else, none of the
+bookkeeping of the tape or the stochastic layer.
+
+A replay is only as valid as the recording. Everything that could make it differ from a
+fresh run is either part of the program or stops it:
+
+- reading a Var as a Python value (`bool`, `float`, `int`, an index, `np.asarray`, a
+  numpy function without a rule, scg's own `strip`) records a *guard*: the replay
+  checks that the value is the same, and raises `Miss` if not (the caller then runs the
+  function afresh and records it again);
+- random numbers, and reads of state kept between calls (a baseline's moving average),
+  are *sources*: operations replayed every time, never constants (`generator`, `call`);
+- writes to such state are *effects*, run at the end of a replay, after every guard
+  (`effect`);
+- a check that must hold on every call (a finite log-probability) is an `expect`: a
+  guard on a predicate.
+
+Code that cannot be expressed this way marks the recording `invalid` with the reason
+(`refuse`); it is then never replayed.
+"""
+
+import itertools
+
+import numpy as np
+
+from .tape import THREAD, Tracer
+
+
+class Miss(Exception):
+    """A replay's guard failed: the recorded program does not apply to this call."""
+
+
+class _Recording:
+    """The program being recorded at one trace level (see module docstring)."""
+
+    def __init__(self, level):
+        self.level = level
+        self.lines = []       # source lines of the body
+        self.consts = []      # the namespace's constants, c0, c1, ... (compared by value)
+        self.refs = []        # objects used by identity (state dicts, generators, functions)
+        self.effects = []     # source lines run after the body
+        self.guards = []      # (line number, where) for explain()
+        self.invalid = None   # why this recording must not be replayed
+        self.n_slots = 0
+        self.open = True
+        self._const_ids = {}
+
+    # ------------------------------------------------------------ names in the source
+    def const(self, x):
+        """The name of a constant argument: compared by value between recordings."""
+        key = id(x)
+        name = self._const_ids.get(key)
+        if name is None:
+            name = self._const_ids[key] = f"c{len(self.consts)}"
+            self.consts.append(x)
+        return name
+
+    def ref(self, x):
+        """The name of an object used by identity (its contents may change between calls)."""
+        for k, r in enumerate(self.refs):
+            if r is x:
+                return f"r{k}"
+        self.refs.append(x)
+        return f"r{len(self.refs) - 1}"
+
+    def _expr(self, a):
+        t = type(a)
+        if t is Var:
+            if a.rec is self:
+                return f"v{a.slot}"
+            raise ValueError("a value recorded by another scg.jit call was used here: "
+                             "a value computed inside a jitted function cannot be kept "
+                             "and reused outside it")
+        if t is tuple or t is list:
+            if not any(_holds_var(x) for x in a):
+                return self.const(a)
+            inner = ", ".join(self._expr(x) for x in a)
+            return f"({inner},)" if t is tuple else f"[{inner}]"
+        if t is Ref:
+            return self.ref(a.obj)
+        if isinstance(a, Tracer):
+            raise TypeError("scg.jit: a traced value of an outer transformation reached a "
+                            "jitted function's operations; apply scg.jit outside scg.grad "
+                            "and the other transformations, not inside them")
+        if t in _PLAIN_CONSTANTS or a is None:
+            return repr(a)
+        return self.const(a)
+
+    def _new(self, value):
+        slot = self.n_slots
+        self.n_slots += 1
+        v = _new_var(Var)
+        v.level = self.level
+        v.rec = self
+        v.slot = slot
+        v.concrete = value
+        return v
+
+    # ------------------------------------------------------------ recording
+    def apply(self, fn, args, kwargs, source=False):
+        """Record fn(*args, **kwargs) and return its value, with Vars for Var results.
+
+        Without `source`, a call whose arguments hold no Var is computed and its value
+        returned as a constant; a source is always recorded (random numbers, state)."""
+        raw = [_concrete(a) for a in args]
+        kw = {k: _concrete(v) for k, v in kwargs.items()} if kwargs else {}
+        ans = fn(*raw, **kw)
+        if not source and not any(_holds_var(a) for a in args) and \
+                not any(_holds_var(v) for v in kw.values()):
+            return ans
+        call = self.ref(fn) if source or not _is_plain_function(fn) else self.const(fn)
+        parts = [self._expr(a) for a in args]
+        if kwargs:
+            parts += [f"{k}={self._expr(v)}" for k, v in kwargs.items()]
+        if type(ans) is tuple:
+            outs = tuple(self._new(x) for x in ans)
+            targets = "".join(f"v{o.slot}, " for o in outs)
+            self.lines.append(f"{targets}= {call}({', '.join(parts)})")
+            return outs
+        out = self._new(ans)
+        self.lines.append(f"v{out.slot} = {call}({', '.join(parts)})")
+        return out
+
+    def guard(self, var, kind, where):
+        """Record that this call read `var` as a Python value; return the value."""
+        value = var.concrete
+        if kind == "bool":
+            got = bool(value)
+            self.lines.append(f"if bool(v{var.slot}) is not {got}: raise Miss({len(self.guards)})")
+            self.guards.append((len(self.lines), where))
+            return got
+        name = self.const(_snapshot(value))
+        self.lines.append(f"if not same(v{var.slot}, {name}): raise Miss({len(self.guards)})")
+        self.guards.append((len(self.lines), where))
+        return value
+
+    def expect(self, predicate, var, where):
+        ok = bool(predicate(var.concrete))
+        if ok:
+            name = self.ref(predicate)
+            self.lines.append(f"if not {name}(v{var.slot}): raise Miss({len(self.guards)})")
+            self.guards.append((len(self.lines), where))
+        return ok
+
+    def effect(self, fn, args):
+        raw = [_concrete(a) for a in args]
+        fn(*raw)
+        parts = ", ".join(self._expr(a) for a in args)
+        self.effects.append(f"{self.ref(fn)}({parts})")
+
+    def refuse(self, reason):
+        if self.invalid is None:
+            self.invalid = reason
+
+
+_PLAIN_CONSTANTS = (int, float, bool, str, complex)
+_new_var = object.__new__
+
+
+def _is_plain_function(fn):
+    # primitives' implementations (ufuncs, module functions) are constants compared by
+    # identity or equality; bound methods of objects with state are references
+    return not hasattr(fn, "__self__") or isinstance(getattr(fn, "__self__", None),
+                                                     type(np))
+
+
+def _holds_var(a):
+    t = type(a)
+    if t is Var:
+        return True
+    if t is tuple or t is list:
+        return any(_holds_var(x) for x in a)
+    return False
+
+
+def _concrete(a):
+    t = type(a)
+    if t is Var:
+        return a.concrete
+    if (t is tuple or t is list) and any(_holds_var(x) for x in a):
+        return t(_concrete(x) for x in a)
+    if t is Ref:
+        return a.obj
+    return a
+
+
+def _snapshot(value):
+    return value.copy() if type(value) is np.ndarray else value
+
+
+def same(a, b):
+    """Are two concrete values equal for a guard (same shape, dtype kind and entries)?"""
+    if type(a) is np.ndarray or type(b) is np.ndarray:
+        a, b = np.asarray(a), np.asarray(b)
+        return a.shape == b.shape and a.dtype == b.dtype and bool(np.array_equal(a, b))
+    return type(a) is type(b) and (a == b or (a != a and b != b))
+
+
+class Ref:
+    """An argument of `call` or `effect` used by identity: a dict of state, an object."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj):
+        self.obj = obj
+
+
+class Var(Tracer):
+    """A value of a call being recorded: its concrete value and its slot in the program.
+
+    Reading it as a Python value (its `.value`, `bool`, `float`, `np.asarray`) records a
+    guard; operations on it are recorded (see module docstring)."""
+
+    __slots__ = ("concrete", "slot", "rec")
+    floor = True  # (tracers below every transformation: see strip)
+    __array_priority__ = 50.0
+
+    @staticmethod
+    def process(prim, args, kwargs, level):
+        for a in args:
+            if type(a) is Var and a.level == level:
+                return a.rec.apply(prim.fn, args, kwargs)
+        for a in args:  # (a Var inside an index tuple)
+            if _holds_var(a):
+                return _first_var(a).rec.apply(prim.fn, args, kwargs)
+        raise AssertionError("Var.process without a Var")  # pragma: no cover
+
+    @property
+    def value(self):
+        return self.read("its value was read")
+
+    def read(self, why):
+        """The concrete value, recording a guard on it while the recording is open."""
+        if not self.rec.open:
+            return self.concrete
+        return self.rec.guard(self, "value", _where(why))
+
+    @property
+    def shape(self):
+        return np.shape(self.concrete)
+
+    @property
+    def dtype(self):
+        return np.result_type(self.concrete)
+
+    def __bool__(self):
+        if not self.rec.open:
+            return bool(self.concrete)
+        return self.rec.guard(self, "bool", _where("it was used as a truth value"))
+
+    def __float__(self):
+        return float(self.read("it was converted with float()"))
+
+    def __int__(self):
+        return int(self.read("it was converted with int()"))
+
+    def __index__(self):
+        return int(np.asarray(self.read("it was used as an index or a size")))
+
+    def __array__(self, dtype=None, copy=None):
+        value = np.asarray(self.read("it became a plain numpy array"))
+        return value if dtype is None else value.astype(dtype)
+
+    def item(self):
+        return np.asarray(self.read("item() was called")).item()
+
+    def __repr__(self):
+        return f"Var(v{self.slot}, {self.concrete!r})"
+
+
+def _first_var(a):
+    if type(a) is Var:
+        return a
+    for x in a:
+        if _holds_var(x):
+            return _first_var(x)
+    return None
+
+
+def _where(why):
+    """`why`, the line of the user's code that led to the read, and the line of scg that
+    read it if any (for explain())."""
+    import traceback
+    frames = [f for f in traceback.extract_stack()[:-3]
+              if "/scg/core/replay.py" not in f.filename.replace("\\", "/")]
+    inside = None
+    for frame in reversed(frames):
+        path = frame.filename.replace("\\", "/")
+        if "/scg/" not in path:
+            at = f"{why} at {frame.filename}:{frame.lineno}"
+            return at if inside is None else f"{at} (in scg/{inside})"
+        if inside is None:
+            inside = f"{path.rsplit('/scg/', 1)[-1]}:{frame.lineno}"
+    return why if inside is None else f"{why} in scg/{inside}"
+
+
+# ---------------------------------------------------------------- the recording in use
+def recording():
+    """The open recording of this thread's innermost scg.jit call, or None."""
+    return THREAD.recording
+
+
+def floor():
+    """The trace level of the open recording (0 if none): `strip(x, floor())` removes
+    every transformation's tracer but keeps the value recordable."""
+    rec = THREAD.recording
+    return rec.level if rec is not None else 0
+
+
+def call(fn, *args):
+    """fn(*args), recorded as one operation replayed on every call when a recording is
+    open: for code outside the primitives (a numba kernel, a baseline reading its state)
+    whose inputs are recorded values. Wrap objects used by identity in `Ref`."""
+    rec = THREAD.recording
+    if rec is None:
+        return fn(*[a.obj if type(a) is Ref else a for a in args])
+    return rec.apply(fn, args, None, source=True)
+
+
+def effect(fn, *args):
+    """fn(*args) for its side effect (updating state kept between calls): run now, and at
+    the end of every replay of the open recording."""
+    rec = THREAD.recording
+    if rec is None:
+        fn(*[a.obj if type(a) is Ref else a for a in args])
+        return
+    rec.effect(fn, args)
+
+
+def expect(predicate, x, why):
+    """predicate(x) as a bool; under a recording, replays check it again (and a replay
+    where it fails runs afresh, so the caller's error is raised there)."""
+    if type(x) is Var and x.rec.open:
+        return x.rec.expect(predicate, x, why)
+    return bool(predicate(x))
+
+
+def asarray(x, dtype=None):
+    """np.asarray(strip(x), dtype), except that a recorded value stays recorded."""
+    from .tape import strip
+    x = strip(x)
+    if type(x) is Var:
+        if dtype is None or np.result_type(x.concrete) == np.dtype(dtype):
+            return x
+        return x.rec.apply(np.asarray, (x, dtype), None)
+    return np.asarray(x, dtype=dtype)
+
+
+def refuse(reason):
+    """Mark the open recording, if any, as one that must not be replayed."""
+    rec = THREAD.recording
+    if rec is not None:
+        rec.refuse(reason)
+
+
+class generator:
+    """A numpy Generator seen through the open recording: every draw is a source.
+
+    Outside a recording `generator(rng)` is `rng` itself (see `wrap`)."""
+
+    __slots__ = ("_rng", "_rec")
+
+    @staticmethod
+    def wrap(rng):
+        rec = THREAD.recording
+        if rec is None or isinstance(rng, generator):
+            return rng
+        g = object.__new__(generator)
+        g._rng, g._rec = rng, rec
+        return g
+
+    def __getattr__(self, name):
+        method = getattr(self._rng, name)
+        if name == "bit_generator":
+            self._rec.refuse("a generator's state was saved and restored during the call "
+                             "(copies of a run drawn with common random numbers, or a "
+                             "run repeated to choose estimators)")
+            return method
+        if not callable(method):
+            return method
+        rec = self._rec
+
+        def draw(*args, **kwargs):
+            return rec.apply(method, args, kwargs, source=True)
+        return draw
+
+
+def real_generator(rng):
+    return rng._rng if isinstance(rng, generator) else rng
+
+
+# ---------------------------------------------------------------- compiling a recording
+_program_ids = itertools.count()
+
+
+def compile_program(rec, inputs, outputs):
+    """The recording as a function of the input slots returning the output expressions.
+
+    `inputs`: the Vars of the traced input leaves, in order; `outputs`: the flat output
+    leaves (Vars or constants). Returns (function, source)."""
+    body = list(rec.lines) + list(rec.effects)
+    out_exprs = []
+    input_slots = {v.slot for v in inputs}
+    for o in outputs:
+        if type(o) is Var and o.rec is rec:
+            expr = f"v{o.slot}"
+            if o.slot in input_slots:
+                expr = f"copy({expr})"
+        else:
+            expr = f"copy({rec.const(o)})"
+        out_exprs.append(expr)
+    args = ", ".join(f"v{v.slot}" for v in inputs)
+    name = f"_replay_{next(_program_ids)}"
+    lines = [f"def {name}({args}):"] + [f"    {line}" for line in _live(body, out_exprs)]
+    lines.append(f"    return ({''.join(e + ', ' for e in out_exprs)})")
+    source = "\n".join(lines)
+    namespace = {"Miss": Miss, "same": same, "copy": _copy}
+    namespace.update({f"c{k}": c for k, c in enumerate(rec.consts)})
+    namespace.update({f"r{k}": r for k, r in enumerate(rec.refs)})
+    exec(compile(source, f"<scg.jit {name}>", "exec"), namespace)
+    return namespace[name], source
+
+
+def _copy(x):
+    return x.copy() if type(x) is np.ndarray else x
+
+
+def _live(body, out_exprs):
+    """The lines that outputs, guards, sources and effects need (dead code removed:
+    the forward values a gradient does not use, the backward pass's unused branches)."""
+    import re
+    token = re.compile(r"\bv(\d+)\b")
+    needed = set()
+    for e in out_exprs:
+        needed.update(token.findall(e))
+    keep = []
+    for line in reversed(body):
+        if "=" in line.split("(")[0] and not line.startswith("if "):
+            targets, _, rhs = line.partition(" = ")
+            defined = token.findall(targets)
+            impure = rhs.startswith("r")  # sources and state reads always run
+            if impure or any(d in needed for d in defined):
+                needed.update(token.findall(rhs))
+                keep.append(line)
+        else:  # guards and effects
+            needed.update(token.findall(line))
+            keep.append(line)
+    return list(reversed(keep))

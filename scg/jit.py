@@ -1,0 +1,481 @@
+"""scg.jit: record a function once, replay it on later calls of the same structure.
+
+See docs/performance.md ("Compiled replay") for when a replay is used and what stops it.
+The recording and the replayed program are in `scg.core.replay`; this module decides,
+for each call, whether a program applies: the key of a call is the structure of its
+arguments (pytree, dtypes, shapes, the values of bools and strings) and a fingerprint of
+the function (the values its closures, defaults and globals hold, arrays by content).
+"""
+
+import functools
+import re
+import types
+
+import numpy as np
+
+from .core import pytree
+from .core.replay import Miss, Var, _Recording, compile_program, same
+from .core.tape import THREAD, Tracer, new_level
+
+_RECORDINGS_PER_KEY = 4  # recordings that never repeat themselves: stop trying
+_KEYS = 32               # structures kept per jitted function
+
+
+def jit(fn=None, *, validate=2):
+    """Return `fn` compiled by recording: later calls of the same structure replay it.
+
+    The first calls run `fn` as usual while recording every operation on its numeric
+    arguments (the model, its sampling sites and surrogate, the backward pass of
+    `scg.grad`, an optimizer's update) as straight-line code. Once `validate` successive
+    recordings of one structure are identical, later calls with that structure run the
+    recorded code instead: the same numbers as a fresh run (the same random numbers from
+    the same generators, the same baseline updates), without the Python bookkeeping.
+
+    A new recording is made, never a stale one replayed, when: the arguments' structure,
+    dtypes or shapes change; a bool or string argument changes; a value the function
+    closes over, a default or a global it reads changes (arrays by content); a value was
+    read as a Python value during the recording (`if x > 0`, `float(x)`, `range(n)`) and
+    reads differently now. Code that cannot be replayed (see `explain()`) runs afresh on
+    every call.
+
+    Args:
+        fn: the function; its positional and keyword arguments are pytrees of arrays and
+            numbers (traced), bools, strings and None (part of the structure).
+        validate: identical recordings needed before replaying (2: a value that changes
+            between calls but was recorded as a constant is caught before any replay).
+
+    Returns:
+        A callable with the signature of `fn`, with `.explain()` (what was recorded and
+        replayed, and why not when it was not) and `.stats` (counts of calls).
+
+    Example:
+        >>> step = scg.jit(lambda params: scg.grad(E)(params))
+        >>> for _ in range(1000):
+        ...     g = step(params)
+    """
+    if fn is None:
+        return functools.partial(jit, validate=validate)
+    if not callable(fn):
+        raise TypeError(f"scg.jit needs a function, got {type(fn).__name__}")
+    if isinstance(validate, bool) or not isinstance(validate, int) or validate < 1:
+        raise ValueError(f"validate must be an int >= 1 (identical recordings before a "
+                         f"replay), got {validate!r}")
+    return Jitted(fn, validate)
+
+
+class _Entry:
+    """What is known about one structure of call."""
+
+    __slots__ = ("program", "source", "last", "recordings", "replays", "misses", "refused",
+                 "guards", "n_ops", "out_def", "same_in_a_row", "unstable")
+
+    def __init__(self):
+        self.program = None
+        self.source = None
+        self.last = None  # the signature of the last recording
+        self.recordings = self.replays = self.misses = 0
+        self.refused = None
+        self.guards = []
+        self.n_ops = 0
+        self.out_def = None
+        self.same_in_a_row = 0
+        self.unstable = None  # how the last two recordings differed
+
+
+class Jitted:
+    """A function compiled by `scg.jit`."""
+
+    def __init__(self, fn, validate):
+        self.fn = fn
+        self.validate = validate
+        self._entries = {}
+        self.stats = {"calls": 0, "replays": 0, "recordings": 0, "eager": 0}
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args, **kwargs):
+        self.stats["calls"] += 1
+        if THREAD.level or THREAD.recording is not None:  # inside a transformation
+            self.stats["eager"] += 1
+            return self.fn(*args, **kwargs)
+        if not kwargs:  # the fast path: no keyword arguments, plain containers
+            inputs = []
+            shape_key = _arguments_key(args, inputs, [])
+            if shape_key is not None:
+                entry = self._entries.get((shape_key, _fingerprint(self.fn)))
+                program = entry.program if entry is not None else None
+                if program is not None:
+                    try:
+                        flat = program(*inputs)
+                    except Miss:
+                        entry.misses += 1
+                    else:
+                        entry.replays += 1
+                        self.stats["replays"] += 1
+                        return pytree.unflatten(entry.out_def, list(flat))
+        traced = []
+        spec = []
+        leaves, treedef = pytree.flatten_leaves((args, kwargs))
+        for leaf in leaves:
+            t = type(leaf)
+            if t is np.ndarray:
+                traced.append(leaf)
+                spec.append((leaf.dtype.str, leaf.shape))
+            elif t is bool or t is np.bool_:
+                spec.append(("bool", bool(leaf)))
+            elif t is float or t is int or t is complex or isinstance(leaf, np.generic):
+                traced.append(leaf)
+                spec.append((t,))
+            elif isinstance(leaf, Tracer):
+                self.stats["eager"] += 1
+                return self.fn(*args, **kwargs)
+            else:
+                spec.append(("static", _fingerprint(leaf)))
+        try:
+            shape_key = _arguments_key(args, [], []) if not kwargs else None
+            if shape_key is None:
+                shape_key = (_freeze(treedef), tuple(spec))
+            key = (shape_key, _fingerprint(self.fn))
+            hash(key)
+        except TypeError:  # (something unhashable in a static argument: never cached)
+            self.stats["eager"] += 1
+            return self.fn(*args, **kwargs)
+        entry = self._entries.get(key)
+        if entry is None:
+            if len(self._entries) >= _KEYS:
+                self.stats["eager"] += 1
+                return self.fn(*args, **kwargs)
+            entry = self._entries[key] = _Entry()
+        program = entry.program
+        if program is not None:
+            try:
+                flat = program(*traced)
+            except Miss:
+                entry.misses += 1
+            else:
+                entry.replays += 1
+                self.stats["replays"] += 1
+                return pytree.unflatten(entry.out_def, list(flat))
+        if entry.refused is not None or entry.recordings >= _RECORDINGS_PER_KEY + entry.misses:
+            self.stats["eager"] += 1
+            return self.fn(*args, **kwargs)
+        return self._record(entry, args, kwargs, leaves, treedef)
+
+    def _record(self, entry, args, kwargs, leaves, treedef):
+        self.stats["recordings"] += 1
+        entry.recordings += 1
+        previous = THREAD.recording
+        with new_level() as level:
+            rec = _Recording(level)
+            inputs = []
+            call_leaves = []
+            for leaf in leaves:
+                t = type(leaf)
+                if t is np.ndarray or t is float or t is int or t is complex or (
+                        isinstance(leaf, np.generic) and t is not np.bool_):
+                    v = rec._new(leaf)
+                    inputs.append(v)
+                    call_leaves.append(v)
+                else:
+                    call_leaves.append(leaf)
+            call_args, call_kwargs = pytree.unflatten(treedef, call_leaves)
+            THREAD.recording = rec
+            try:
+                out = self.fn(*call_args, **call_kwargs)
+            except Exception as error:  # (the recording's fault or the function's: see below)
+                THREAD.recording = previous
+                rec.open = False
+                entry.refused = f"the recorded call raised {type(error).__name__}: {error}"
+                failed = True
+            else:
+                failed = False
+            finally:
+                THREAD.recording = previous
+                rec.open = False
+        if failed:
+            # run afresh: an error of the function itself is raised there as usual
+            self.stats["eager"] += 1
+            return self.fn(*args, **kwargs)
+        out_leaves, out_def = pytree.flatten_leaves(out)
+        for o in out_leaves:
+            if isinstance(o, Tracer) and type(o) is not Var:
+                raise TypeError("scg.jit: the function returned a traced value of a "
+                                "transformation opened inside it (a Box of scg.grad?); "
+                                "return plain results")
+        result = pytree.unflatten(out_def, [
+            (o.concrete.copy() if type(o.concrete) is np.ndarray else o.concrete)
+            if type(o) is Var else o for o in out_leaves])
+        if rec.invalid is not None:
+            entry.refused = rec.invalid
+            return result
+        signature = _signature(rec, out_leaves, inputs)
+        if entry.last is not None and _same_signature(entry.last, signature):
+            entry.same_in_a_row += 1
+        else:
+            if entry.last is not None:
+                entry.unstable = _difference(entry.last, signature)
+            entry.same_in_a_row = 1
+        entry.last = signature
+        entry.guards = [where for _, where in rec.guards]
+        if entry.same_in_a_row >= self.validate:
+            entry.program, entry.source = compile_program(rec, inputs, out_leaves)
+            entry.out_def = out_def
+            entry.n_ops = len(rec.lines)
+        return result
+
+    def explain(self):
+        """What was recorded and replayed for each structure of call, and why a call ran
+        afresh when it did."""
+        lines = [f"scg.jit({getattr(self.fn, '__name__', self.fn)!r}): {self.stats['calls']} "
+                 f"calls, {self.stats['replays']} replayed, {self.stats['recordings']} "
+                 f"recorded, {self.stats['eager']} run without recording"]
+        for k, e in enumerate(self._entries.values()):
+            if e.program is not None:
+                state = (f"replayed ({e.replays} calls) from a program of {e.n_ops} "
+                         "operations")
+            elif e.refused is not None:
+                state = f"runs afresh on every call: {e.refused}"
+            elif e.recordings >= _RECORDINGS_PER_KEY + e.misses:
+                state = ("runs afresh on every call: its recordings differed from call to "
+                         f"call ({e.unstable})")
+            else:
+                state = f"recorded {e.recordings} time(s), not yet replayed"
+            lines.append(f"  structure {k + 1}: {state}")
+            if e.misses:
+                lines.append(f"    {e.misses} replay(s) stopped by a guard and recorded again")
+            for where in e.guards[:20]:
+                lines.append(f"    guard: {where}")
+        return "\n".join(lines)
+
+    def __repr__(self):
+        return f"scg.jit({getattr(self.fn, '__name__', self.fn)!r})"
+
+
+# ---------------------------------------------------------------- recordings compared
+def _signature(rec, out_leaves, inputs):
+    outs = tuple(("v", o.slot) if type(o) is Var else ("c", _value_key(o)) for o in out_leaves)
+    return (tuple(rec.lines), tuple(rec.effects), rec.consts, rec.refs, outs,
+            tuple(v.slot for v in inputs))
+
+
+def _difference(a, b):
+    """Where two recordings first differ, in words (for explain())."""
+    if a[0] != b[0]:
+        for k, (x, y) in enumerate(zip(a[0], b[0])):
+            if x != y:
+                return f"operation {k + 1} differs: {x!r} against {y!r}"
+        return f"one recording has {len(a[0])} operations, the other {len(b[0])}"
+    if a[1] != b[1]:
+        return "the updates of state kept between calls differ"
+    for k, (x, y) in enumerate(zip(a[2], b[2])):
+        if not _same_const(x, y):
+            used = next((line for line in a[0] if re.search(rf"\bc{k}\b", line)),
+                        "an output")
+            return (f"the constant c{k} differs ({_short(x)} against {_short(y)}), in "
+                    f"{used.strip()!r}: a value computed outside scg's operations")
+    for k, (x, y) in enumerate(zip(a[3], b[3])):
+        if not _same_ref(x, y):
+            return f"the object r{k} differs ({_short(x)} against {_short(y)})"
+    return "the outputs differ"
+
+
+def _short(x):
+    text = repr(x)
+    return text if len(text) < 60 else text[:57] + "..."
+
+
+def _same_signature(a, b):
+    if a[0] != b[0] or a[1] != b[1] or a[4] != b[4] or a[5] != b[5]:
+        return False
+    if len(a[2]) != len(b[2]) or len(a[3]) != len(b[3]):
+        return False
+    return all(_same_const(x, y) for x, y in zip(a[2], b[2])) and \
+        all(_same_ref(x, y) for x, y in zip(a[3], b[3]))
+
+
+def _same_const(x, y):
+    if x is y:
+        return True
+    if type(x) is not type(y):
+        return False
+    if type(x) is np.ndarray or isinstance(x, np.generic):
+        return same(x, y)
+    if type(x) is tuple or type(x) is list:
+        return len(x) == len(y) and all(_same_const(a, b) for a, b in zip(x, y))
+    if type(x) is dict:
+        return x.keys() == y.keys() and all(_same_const(x[k], y[k]) for k in x)
+    try:
+        return bool(x == y)
+    except Exception:
+        return False
+
+
+def _same_ref(x, y):
+    if x is y:
+        return True
+    sx, sy = getattr(x, "__self__", None), getattr(y, "__self__", None)
+    return sx is not None and sx is sy and getattr(x, "__name__", None) == \
+        getattr(y, "__name__", None)
+
+
+def _value_key(x):
+    if type(x) is np.ndarray:
+        return ("array", x.dtype.str, x.shape, x.tobytes())
+    return ("value", repr(x))
+
+
+# ---------------------------------------------------------------- keys of calls
+def _arguments_key(args, traced, spec):
+    """The structure of positional arguments made of dicts, lists, tuples, arrays and
+    numbers only, collecting the traced leaves in pytree order (the fast path of every
+    call); None for anything else (then pytree and _freeze make the key)."""
+    if _collect(args, traced, spec):
+        return tuple(spec)
+    return None
+
+
+def _collect(x, traced, spec):
+    t = type(x)
+    if t is np.ndarray:
+        traced.append(x)
+        spec.append((x.dtype.str, x.shape))
+        return True
+    if t is dict:
+        spec.append(("{", tuple(x)))
+        for v in x.values():
+            if not _collect(v, traced, spec):
+                return False
+        spec.append("}")
+        return True
+    if t is list or t is tuple:
+        spec.append((t, len(x)))
+        for v in x:
+            if not _collect(v, traced, spec):
+                return False
+        return True
+    if t is float or t is int or t is complex:
+        traced.append(x)
+        spec.append(t)
+        return True
+    if isinstance(x, np.generic) and t is not np.bool_:
+        traced.append(x)
+        spec.append((x.dtype.str, "scalar"))
+        return True
+    return False
+
+
+
+def _freeze(treedef):
+    if treedef is None:
+        return None
+    kind, children = treedef
+    if kind is dict or isinstance(kind, type):
+        if kind is dict:
+            return (dict, tuple((k, _freeze(c)) for k, c in children))
+        return (kind, tuple(_freeze(c) for c in children))
+    node = kind
+    fixed = getattr(node, "fixed", None)
+    head = (type(node), getattr(node, "cls", None), getattr(node, "names", None),
+            _fingerprint(fixed) if fixed is not None else None)
+    return head + (tuple((k, _freeze(c)) for k, c in children),)
+
+
+_ATOMS = (int, float, bool, str, bytes, complex, type(None))
+_BY_IDENTITY = (type, types.ModuleType, types.BuiltinFunctionType, np.ufunc)
+
+
+def _fingerprint(x):
+    """A hashable summary of everything `x` makes a call depend on, besides its arguments:
+    the values a function closes over, its defaults and the globals it reads, recursively
+    through the functions, partials, bound methods and containers it holds; arrays by
+    content; scg's objects by their `__replay_state__()` or their attributes; other objects
+    by identity."""
+    out = []
+    _walk(x, out, set(), 0)
+    return tuple(out)
+
+
+def _walk(x, out, seen, depth):
+    t = type(x)
+    if t in _ATOMS:
+        out.append(x)
+        return
+    if t is np.ndarray:
+        out.append((x.dtype.str, x.shape, x.tobytes()))
+        return
+    if t is dict and len(x) < 64:  # (attributes of scg's objects: mostly numbers)
+        out.append((dict, len(x)))
+        for k, v in x.items():
+            out.append(k)
+            if type(v) in _ATOMS:
+                out.append(v)
+            else:
+                _walk(v, out, seen, depth + 1)
+        return
+    if isinstance(x, np.generic):
+        out.append((x.dtype.str, x.item()))
+        return
+    if isinstance(x, _BY_IDENTITY) or depth > 12:
+        out.append(id(x))
+        return
+    if id(x) in seen:
+        out.append(("seen", id(x)))
+        return
+    seen.add(id(x))
+    if t is types.FunctionType:
+        code = x.__code__
+        out.append(code)
+        for cell in x.__closure__ or ():
+            try:
+                _walk(cell.cell_contents, out, seen, depth + 1)
+            except ValueError:  # (an empty cell: a name not yet assigned)
+                out.append("empty")
+        _walk(x.__defaults__, out, seen, depth + 1)
+        _walk(x.__kwdefaults__, out, seen, depth + 1)
+        g = x.__globals__
+        if g.get("__name__", "").startswith("scg."):  # (scg's own globals are its code)
+            return
+        for name in _global_names(code):
+            if name in g:
+                out.append(name)
+                _walk(g[name], out, seen, depth + 1)
+        return
+    if t is functools.partial:
+        _walk(x.func, out, seen, depth + 1)
+        _walk(x.args, out, seen, depth + 1)
+        _walk(x.keywords, out, seen, depth + 1)
+        return
+    if t is types.MethodType:
+        _walk(x.__func__, out, seen, depth + 1)
+        _walk(x.__self__, out, seen, depth + 1)
+        return
+    if t is tuple or t is list:
+        out.append((t, len(x)))
+        for v in x[:1000]:
+            _walk(v, out, seen, depth + 1)
+        return
+    if t is dict:
+        out.append((dict, len(x)))
+        for k, v in list(x.items())[:1000]:
+            _walk(k, out, seen, depth + 1)
+            _walk(v, out, seen, depth + 1)
+        return
+    state = getattr(x, "__replay_state__", None)
+    if state is not None and not isinstance(x, type):
+        out.append(t)
+        _walk(state(), out, seen, depth + 1)
+        return
+    if t.__module__.startswith("scg.") and hasattr(x, "__dict__"):
+        out.append(t)
+        _walk(vars(x), out, seen, depth + 1)
+        return
+    out.append(id(x))
+
+
+@functools.lru_cache(maxsize=4096)
+def _global_names(code):
+    """The global names a code object (and the code of its nested functions) loads."""
+    names = list(code.co_names)
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            names += _global_names(c)
+    return tuple(dict.fromkeys(names))
