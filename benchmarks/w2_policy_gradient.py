@@ -6,16 +6,20 @@ the cost (3 - a)^2; score-function gradient with a moving-average baseline (deca
 updated after each step, so it never includes the current draws); Adam(lr=1e-3).
 One step = forward, gradient, Adam update. Batch B = draws of a per step.
 
-  scg    scg.value_and_grad of an expectation with n = B, then scg.optim.Adam
-  torch  eager PyTorch, float64, nn.Sequential, torch.distributions.Normal, sample((B,)),
-         surrogate -((r - b) * log_prob).mean(), backward, torch.optim.Adam
+  scg      scg.value_and_grad of an expectation with n = B, then scg.optim.Adam
+  scg.jit  the same step (gradient and Adam update) under scg.jit: recorded on its first
+           calls, replayed after (the recording time is printed apart)
+  torch    eager PyTorch, float64, nn.Sequential, torch.distributions.Normal, sample((B,)),
+           surrogate -((r - b) * log_prob).mean(), backward, torch.optim.Adam
+  jax.jit  JAX with the whole step jitted (sampling, surrogate, gradient, Adam, baseline);
+           its compile time is printed apart (skipped if JAX is not installed)
 
-Both in float64. torch runs with torch.set_num_threads(--threads, default 1; scg is
+All in float64. torch runs with torch.set_num_threads(--threads, default 1; scg is
 single-threaded). The systems are interleaved (scg, torch, torch, scg, ...) in one
 process; each repeat runs `--steps` steps from the same initial weights, and the figure
 is the median over `--repeats` of steps per second.
 
-Run:  python benchmarks/w2_policy_gradient.py [--steps 2000] [--repeats 5] [--batch 1 256]
+Run:  python benchmarks/w2_policy_gradient.py [--steps 2000] [--repeats 5] [--batch 1 256] [--no-jax]
 """
 
 import argparse
@@ -55,6 +59,47 @@ def scg_runner(batch, steps, init):
             params, state = opt.update(g, state, params)
         elapsed = time.perf_counter() - t0
         return elapsed, float(scg.nn.mlp(params, state_x, final=scg.softplus)[0])
+    return run
+
+
+def scg_jit_runner(batch, steps, init):
+    """The scg program with the whole step (gradient and Adam) under scg.jit. The first
+    calls record it (`record_s`: the time of the calls before the first replay)."""
+    state_x = np.ones(1)
+    est = scg.Score(scg.baselines.MovingAverage(DECAY))
+
+    def model(params):
+        mu, std = scg.nn.mlp(params, state_x, final=scg.softplus)
+        a = scg.sample("a", scg.Normal(mu, std), estimator=est)
+        return (TARGET - a) ** 2
+
+    def make(seed):
+        vg = scg.value_and_grad(scg.expectation(model, n=batch, seed=seed))
+        opt = scg.optim.Adam(LR)
+
+        @scg.jit
+        def step(params, state):
+            _, g = vg(params)
+            return opt.update(g, state, params)
+        return step, opt.init(init)
+
+    def run(seed, steps=steps):
+        step, state = make(seed)
+        params = init
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            params, state = step(params, state)
+        elapsed = time.perf_counter() - t0
+        if step.stats["replays"] < steps - 3:
+            raise RuntimeError(f"scg.jit did not replay: {step.explain()}")
+        return elapsed, float(scg.nn.mlp(params, state_x, final=scg.softplus)[0])
+
+    step, state = make(0)
+    params = init
+    t0 = time.perf_counter()
+    while step.stats["replays"] == 0 and step.stats["calls"] < 10:
+        params, state = step(params, state)
+    run.record_s = time.perf_counter() - t0
     return run
 
 
@@ -163,6 +208,7 @@ def main(argv=None):
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--batch", type=int, nargs="+", default=[1, 256])
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--no-jax", action="store_true", help="leave JAX out")
     args = parser.parse_args(argv)
     import torch
     torch.set_num_threads(args.threads)
@@ -174,7 +220,18 @@ def main(argv=None):
     results = {}
     for batch in args.batch:
         runners = {"scg": scg_runner(batch, args.steps, init),
+                   "scg.jit": scg_jit_runner(batch, args.steps, init),
                    "torch": torch_runner(batch, args.steps, init)}
+        if not args.no_jax:
+            try:
+                runners["jax.jit"] = jax_runner(batch, args.steps, init)
+            except ImportError:
+                print("JAX is not installed: pip install jax (measured without it)")
+        for name, run in runners.items():
+            for what in ("record_s", "compile_s"):
+                if hasattr(run, what):
+                    print(f"{batch:>6}{name:>8}  {what.split('_')[0]}ing before the first "
+                          f"fast step: {getattr(run, what):.3f} s")
         for run in runners.values():       # warm-up: imports, numba, caches
             run(12345, 50)
         times = {name: [] for name in runners}
@@ -190,8 +247,13 @@ def main(argv=None):
             results[batch, name] = args.steps / med
             print(f"{batch:>6}{name:>8}{args.steps / med:>10.0f}{min(ts):>8.2f}{max(ts):>8.2f}"
                   f"{finals[name]:>10.3f}")
-        print(f"{batch:>6}   scg / torch steps per second: "
-              f"{results[batch, 'scg'] / results[batch, 'torch']:.2f}x")
+        for name in runners:
+            if name != "torch":
+                print(f"{batch:>6}   {name} / torch steps per second: "
+                      f"{results[batch, name] / results[batch, 'torch']:.2f}x")
+        if "jax.jit" in runners:
+            print(f"{batch:>6}   scg.jit / jax.jit steps per second: "
+                  f"{results[batch, 'scg.jit'] / results[batch, 'jax.jit']:.2f}x")
     return results
 
 

@@ -271,8 +271,21 @@ class Var(Tracer):
     def item(self):
         return np.asarray(self.read("item() was called")).item()
 
+    def tolist(self):
+        return np.asarray(self.read("tolist() was called")).tolist()
+
+    def astype(self, dtype, copy=True):
+        return self.rec.apply(_astype, (self, dtype), None)
+
+    def copy(self):
+        return self.rec.apply(_copy, (self,), None)
+
     def __repr__(self):
         return f"Var(v{self.slot}, {self.concrete!r})"
+
+
+def _astype(x, dtype):
+    return np.asarray(x).astype(dtype)
 
 
 def _first_var(a):

@@ -2,12 +2,18 @@
 
 import numpy as np
 
+from ..core import replay
 from ..core.tape import strip
 
 
 def plain(x):
-    """The untraced float value of a parameter (for sampling and validation)."""
-    return np.asarray(strip(x), dtype=float)
+    """The untraced float value of a parameter (for sampling and validation); under
+    scg.jit, a recorded value (its operations are recorded too)."""
+    return replay.asarray(x, dtype=float)
+
+
+def _all_true(x):
+    return bool(np.all(x))
 
 
 def is_count(k):
@@ -23,9 +29,11 @@ def full(x, shape):
 def mask_outside(inside, lp):
     """lp where `inside`, -inf elsewhere. When every entry is inside (draws of the
     distribution itself), lp is returned as is: no extra operation on the tape."""
-    return lp if np.all(strip(inside)) else np.where(inside, lp, -np.inf)
+    return lp if replay.expect(_all_true, strip(inside), "a draw inside the support") \
+        else np.where(inside, lp, -np.inf)
 
 
 def outside_to(inside, value, safe):
     """value where `inside`, `safe` elsewhere (a point where the formulas stay finite)."""
-    return value if np.all(strip(inside)) else np.where(inside, value, safe)
+    return value if replay.expect(_all_true, strip(inside), "a value inside the support") \
+        else np.where(inside, value, safe)

@@ -102,7 +102,7 @@ class Distribution:
                                   else v for k, v in self._params.items()}).sample(rng, shape)
         shape = (shape,) if isinstance(shape, int) else tuple(shape)
         if self.has_rsample:
-            return np.asarray(strip(self.path(self.noise(rng, shape))))
+            return replay.asarray(self.path(self.noise(rng, shape)))
         return self._sample(rng, shape)
 
     def last_log_prob(self, value):

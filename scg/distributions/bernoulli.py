@@ -2,10 +2,9 @@
 
 import numpy as np
 
-from ..core.tape import strip
 from ..numpy import rules as R
 from . import constraints
-from ._util import mask_outside
+from ._util import mask_outside, plain
 from .base import Distribution, broadcast_shape
 
 
@@ -33,7 +32,7 @@ class Bernoulli(Distribution):
         return self.probs if self.probs is not None else R.sigmoid(self.logits)
 
     def _sample(self, rng, shape):
-        p = np.asarray(strip(self._probs()), dtype=float)
+        p = plain(self._probs())
         return (rng.random(self._extended_shape(shape)) < p).astype(float)
 
     def log_prob(self, value):

@@ -318,7 +318,7 @@ def grad_samples(E, argnums=0, *, allow_unused=False):
         n = E.n
         flat = []
         for g, shape in zip(grads, traced.shapes()):
-            g = np.zeros((n,) + tuple(shape)) if g is None else np.asarray(strip(g), dtype=float)
+            g = np.zeros((n,) + tuple(shape)) if g is None else replay.asarray(g, dtype=float)
             flat.append(g if g.flags.writeable else g.copy())  # not a broadcast view
         if any(s.estimator.antithetic for s in E.last_trace.sites.values()):
             # draw i and draw i + n/2 share their noise: only the pair means are independent

@@ -362,7 +362,7 @@ def _physical(dist, n, level):
     params, keys = _lifted_params(dist, level)
     if not keys:
         return dist, (n,), ()
-    plain = {k: v if v is None else np.asarray(strip(v)) for k, v in params.items()}
+    plain = {k: v if v is None else replay.asarray(v) for k, v in params.items()}
     return dist._rebuild(plain), (), keys
 
 
