@@ -89,6 +89,7 @@ class Jitted:
         self.fn = fn
         self.validate = validate
         self._entries = {}
+        self._watch = _Watch()
         self.stats = {"calls": 0, "replays": 0, "recordings": 0, "eager": 0}
         functools.update_wrapper(self, fn)
 
@@ -101,7 +102,7 @@ class Jitted:
             inputs = []
             shape_key = _arguments_key(args, inputs, [])
             if shape_key is not None:
-                entry = self._entries.get((shape_key, _fingerprint(self.fn)))
+                entry = self._entries.get((shape_key, self._watch.get(self.fn)))
                 program = entry.program if entry is not None else None
                 if program is not None:
                     try:
@@ -134,7 +135,7 @@ class Jitted:
             shape_key = _arguments_key(args, [], []) if not kwargs else None
             if shape_key is None:
                 shape_key = (_freeze(treedef), tuple(spec))
-            key = (shape_key, _fingerprint(self.fn))
+            key = (shape_key, self._watch.get(self.fn))
             hash(key)
         except TypeError:  # (something unhashable in a static argument: never cached)
             self.stats["eager"] += 1
@@ -190,7 +191,7 @@ class Jitted:
                 failed = False
             finally:
                 THREAD.recording = previous
-                rec.open = False
+                rec.close()
         if failed:
             # run afresh: an error of the function itself is raised there as usual
             self.stats["eager"] += 1
@@ -393,29 +394,75 @@ def _fingerprint(x):
     """A hashable summary of everything `x` makes a call depend on, besides its arguments:
     the values a function closes over, its defaults and the globals it reads, recursively
     through the functions, partials, bound methods and containers it holds; arrays by
-    content; scg's objects by their `__replay_state__()` or their attributes; other objects
-    by identity."""
+    content; scg's objects by their attributes (`__replay_attrs__` if they name them);
+    other objects by identity."""
     out = []
-    _walk(x, out, set(), 0)
+    _walk(x, out, set(), 0, [])
     return tuple(out)
 
 
-def _walk(x, out, seen, depth):
+class _Watch:
+    """The fingerprint of a function, computed again only when something it was made of
+    changed: `checks` are the reads the walk made (a closure cell, a global, an attribute,
+    a container's item and length, an array's contents), each with what it gave; if every
+    read gives the same object again (and arrays the same contents), the walk would give
+    the same fingerprint."""
+
+    __slots__ = ("checks", "value")
+
+    def __init__(self):
+        self.checks = None
+        self.value = None
+
+    def get(self, fn):
+        checks = self.checks
+        if checks is not None and _unchanged(checks):
+            return self.value
+        out, checks = [], []
+        _walk(fn, out, set(), 0, checks)
+        self.value, self.checks = tuple(out), checks
+        return self.value
+
+
+_MISSING = object()
+_CELL, _ITEM, _LEN, _ARRAY, _ATTR, _INDEX = range(6)
+
+
+def _unchanged(checks):
+    for kind, a, b, c in checks:
+        if kind == _ITEM:
+            if a.get(b, _MISSING) is not c:
+                return False
+        elif kind == _CELL:
+            try:
+                if a.cell_contents is not c:
+                    return False
+            except ValueError:  # (an empty cell)
+                if c is not _MISSING:
+                    return False
+        elif kind == _LEN:
+            if len(a) != b:
+                return False
+        elif kind == _ARRAY:
+            if a.shape != c or a.tobytes() != b:
+                return False
+        elif kind == _ATTR:
+            if getattr(a, b, _MISSING) is not c:
+                return False
+        elif a[b] is not c:  # _INDEX (after the list's _LEN)
+            return False
+    return True
+
+
+def _walk(x, out, seen, depth, checks):
     t = type(x)
     if t in _ATOMS:
         out.append(x)
         return
     if t is np.ndarray:
-        out.append((x.dtype.str, x.shape, x.tobytes()))
-        return
-    if t is dict and len(x) < 64:  # (attributes of scg's objects: mostly numbers)
-        out.append((dict, len(x)))
-        for k, v in x.items():
-            out.append(k)
-            if type(v) in _ATOMS:
-                out.append(v)
-            else:
-                _walk(v, out, seen, depth + 1)
+        data = x.tobytes()
+        out.append((x.dtype.str, x.shape, data))
+        checks.append((_ARRAY, x, data, x.shape))
         return
     if isinstance(x, np.generic):
         out.append((x.dtype.str, x.item()))
@@ -427,54 +474,84 @@ def _walk(x, out, seen, depth):
         out.append(("seen", id(x)))
         return
     seen.add(id(x))
+    depth += 1
+    if t is dict:
+        _walk_dict(x, out, seen, depth, checks)
+        return
     if t is types.FunctionType:
         code = x.__code__
         out.append(code)
+        checks.append((_ATTR, x, "__code__", code))
         for cell in x.__closure__ or ():
             try:
-                _walk(cell.cell_contents, out, seen, depth + 1)
+                value = cell.cell_contents
             except ValueError:  # (an empty cell: a name not yet assigned)
                 out.append("empty")
-        _walk(x.__defaults__, out, seen, depth + 1)
-        _walk(x.__kwdefaults__, out, seen, depth + 1)
+                checks.append((_CELL, cell, None, _MISSING))
+                continue
+            checks.append((_CELL, cell, None, value))
+            _walk(value, out, seen, depth, checks)
+        for name in ("__defaults__", "__kwdefaults__"):
+            value = getattr(x, name)
+            checks.append((_ATTR, x, name, value))
+            _walk(value, out, seen, depth, checks)
         g = x.__globals__
         if g.get("__name__", "").startswith("scg."):  # (scg's own globals are its code)
             return
         for name in _global_names(code):
-            if name in g:
+            value = g.get(name, _MISSING)
+            checks.append((_ITEM, g, name, value))
+            if value is not _MISSING:
                 out.append(name)
-                _walk(g[name], out, seen, depth + 1)
+                _walk(value, out, seen, depth, checks)
         return
-    if t is functools.partial:
-        _walk(x.func, out, seen, depth + 1)
-        _walk(x.args, out, seen, depth + 1)
-        _walk(x.keywords, out, seen, depth + 1)
+    if t is functools.partial:  # (its attributes are read-only)
+        _walk(x.func, out, seen, depth, checks)
+        _walk(x.args, out, seen, depth, checks)
+        _walk(x.keywords, out, seen, depth, checks)
         return
     if t is types.MethodType:
-        _walk(x.__func__, out, seen, depth + 1)
-        _walk(x.__self__, out, seen, depth + 1)
+        _walk(x.__func__, out, seen, depth, checks)
+        _walk(x.__self__, out, seen, depth, checks)
         return
-    if t is tuple or t is list:
+    if t is tuple:
         out.append((t, len(x)))
         for v in x[:1000]:
-            _walk(v, out, seen, depth + 1)
+            _walk(v, out, seen, depth, checks)
         return
-    if t is dict:
-        out.append((dict, len(x)))
-        for k, v in list(x.items())[:1000]:
-            _walk(k, out, seen, depth + 1)
-            _walk(v, out, seen, depth + 1)
+    if t is list:
+        out.append((t, len(x)))
+        checks.append((_LEN, x, len(x), None))
+        for k, v in enumerate(x[:1000]):
+            checks.append((_INDEX, x, k, v))
+            _walk(v, out, seen, depth, checks)
         return
-    state = getattr(x, "__replay_state__", None)
-    if state is not None and not isinstance(x, type):
+    if hasattr(x, "__replay_attrs__") and not isinstance(x, type):
         out.append(t)
-        _walk(state(), out, seen, depth + 1)
+        attrs = vars(x)
+        for name in x.__replay_attrs__:
+            value = attrs.get(name, _MISSING)
+            checks.append((_ITEM, attrs, name, value))
+            if value is not _MISSING:
+                _walk(value, out, seen, depth, checks)
         return
     if t.__module__.startswith("scg.") and hasattr(x, "__dict__"):
         out.append(t)
-        _walk(vars(x), out, seen, depth + 1)
+        _walk_dict(vars(x), out, seen, depth, checks)
         return
     out.append(id(x))
+
+
+def _walk_dict(x, out, seen, depth, checks):
+    out.append((dict, len(x)))
+    checks.append((_LEN, x, len(x), None))
+    for k, v in list(x.items())[:1000]:
+        out.append(k if type(k) in _ATOMS else id(k))
+        checks.append((_ITEM, x, k, v))
+        if type(v) in _ATOMS:
+            out.append(v)
+        else:
+            _walk(v, out, seen, depth, checks)
 
 
 @functools.lru_cache(maxsize=4096)

@@ -48,6 +48,7 @@ class _Recording:
         self.effects = []     # source lines run after the body
         self.guards = []      # (line number, where) for explain()
         self.invalid = None   # why this recording must not be replayed
+        self.grouped = {}     # predicate with a `many` form -> slots it must hold for
         self.n_slots = 0
         self.open = True
         self._const_ids = {}
@@ -112,9 +113,12 @@ class _Recording:
         raw = [_concrete(a) for a in args]
         kw = {k: _concrete(v) for k, v in kwargs.items()} if kwargs else {}
         ans = fn(*raw, **kw)
-        if not source and not any(_holds_var(a) for a in args) and \
-                not any(_holds_var(v) for v in kw.values()):
-            return ans
+        if not source:
+            if not any(_holds_var(a) for a in args) and \
+                    not any(_holds_var(v) for v in kw.values()):
+                return ans
+            if type(ans) is np.ndarray and type(args[0]) is Var and _same_view(ans, raw[0]):
+                return args[0]  # (a reshape or broadcast to the same shape: nothing to do)
         call = self.ref(fn) if source or not _is_plain_function(fn) else self.const(fn)
         parts = [self._expr(a) for a in args]
         if kwargs:
@@ -143,7 +147,9 @@ class _Recording:
 
     def expect(self, predicate, var, where):
         ok = bool(predicate(var.concrete))
-        if ok:
+        if ok and hasattr(predicate, "many"):  # (checked with the others of its kind)
+            self.grouped.setdefault(predicate, []).append((var.slot, where))
+        elif ok:
             name = self.ref(predicate)
             self.lines.append(f"if not {name}(v{var.slot}): raise Miss({len(self.guards)})")
             self.guards.append((len(self.lines), where))
@@ -158,6 +164,17 @@ class _Recording:
     def refuse(self, reason):
         if self.invalid is None:
             self.invalid = reason
+
+    def close(self):
+        """End the recording: the grouped checks become one guard per predicate, at the
+        end of the body (a check changes nothing: it may run after the operations)."""
+        self.open = False
+        for predicate, uses in self.grouped.items():
+            name = self.ref(predicate.many)
+            slots = ", ".join(f"v{slot}" for slot, _ in uses)
+            self.lines.append(f"if not {name}({slots}): raise Miss({len(self.guards)})")
+            self.guards.append((len(self.lines), "; ".join(sorted({w for _, w in uses}))))
+        self.grouped = {}
 
 
 _PLAIN_CONSTANTS = (int, float, bool, str, complex)
@@ -189,6 +206,13 @@ def _concrete(a):
     if t is Ref:
         return a.obj
     return a
+
+
+def _same_view(a, b):
+    """Is array a the same entries of the same memory as b (a view of b with b's shape)?"""
+    return type(b) is np.ndarray and a.shape == b.shape and a.dtype == b.dtype and \
+        a.strides == b.strides and (a is b or a.__array_interface__["data"][0] ==
+                                    b.__array_interface__["data"][0])
 
 
 def _snapshot(value):

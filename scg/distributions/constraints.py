@@ -31,6 +31,9 @@ class Constraint:
 
     def holds(self, value):
         """Does every entry of value satisfy the constraint?"""
+        if type(value) is np.float64 and type(self).check is Constraint.check and \
+                not self.event_dim:  # (one number: without the array checks)
+            return value == value and bool(self._check(value))
         return bool(np.all(self.check(value)))
 
     def __repr__(self):

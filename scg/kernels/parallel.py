@@ -135,6 +135,21 @@ def _all_finite(x):
     return count_nonfinite(x) == 0
 
 
+def _all_finite_many(*xs):
+    """Are all entries of all xs finite? One sum over their entries (finite only if every
+    entry is; when it is not, the entries are counted: a sum may also overflow)."""
+    try:
+        flat = np.concatenate(xs, axis=None)
+    except (TypeError, ValueError):  # (not all numeric arrays)
+        return all(count_nonfinite(x) == 0 for x in xs)
+    if flat.dtype == _F64 and _isfinite(float(np.add.reduce(flat))):
+        return True
+    return count_nonfinite(flat) == 0
+
+
+_all_finite.many = _all_finite_many
+
+
 def count_nonfinite(x):
     """How many entries of x are inf or nan: one counting pass over the threads for a large
     array, else one summing pass when there are none (a sum is finite only if every entry

@@ -33,6 +33,11 @@ def sig(n_inputs):
 
 def run(kernel, which, *args):
     """Call `kernel(which, out, *inputs)` on the broadcast of `args`; return out."""
+    a0 = args[0]
+    if type(a0) is np.ndarray and a0.size <= _SMALL and a0.ndim:
+        out = _run_small(kernel, which, a0, args)
+        if out is not None:
+            return out
     out = run_flat(kernel, which, args)
     if out is not None:
         return out
@@ -62,6 +67,35 @@ def run(kernel, which, *args):
 
 
 _F64 = np.dtype(np.float64)
+_SMALL = 64
+_F64_SCALAR = np.float64
+
+
+def _run_small(kernel, which, a0, args):
+    """`run` on a few entries whose other arguments have a0's shape or one entry (the
+    common small call: a policy's draw and its parameters), without the general
+    broadcasting; None otherwise."""
+    shape = a0.shape
+    rows = shape[0]
+    cols = a0.size // rows if rows else 0
+    views = []
+    for a in args:
+        if type(a) is _F64_SCALAR or type(a) is float:  # (a parameter indexed out of a vector)
+            v = np.empty((rows, cols))
+            v.fill(a)
+        elif type(a) is not np.ndarray or a.dtype is not _F64:
+            return None
+        elif a.shape == shape or (a.size == 1 and rows * cols == 1):
+            v = a.reshape(rows, cols)
+        elif a.size == 1:
+            v = np.full((rows, cols), a.item())
+        else:
+            return None
+        v.flags.writeable = False
+        views.append(v)
+    out = np.empty((rows, cols))
+    kernel(which, out, *views)
+    return out.reshape(shape)
 
 
 # below this many entries a thread launch costs more than it saves

@@ -10,6 +10,7 @@ from ..differential_operators import _Traced, reverse
 from ..core.tape import (Box, backward, current_level, dropped_at, new_level, new_root,
                          strip)
 from ..estimators import as_estimator
+from ..estimators.baselines import Baseline
 from ..kernels.parallel import count_nonfinite
 from ..numpy import rules as R
 from .memory import check_n
@@ -60,11 +61,9 @@ class Expectation:
     def __call__(self, *args, **kwargs):
         return self._objective(args, kwargs)
 
-    def __replay_state__(self):
-        """What a call depends on besides its arguments (for scg.jit's key): the model, the
-        number of draws, the generator (by identity) and the estimators chosen so far."""
-        return (self.model, self.n, self.estimators, id(self.rng), self._decisions,
-                self._plan)
+    # what a call depends on besides its arguments (for scg.jit's key): the model, the
+    # number of draws, the generator (by identity), the estimators chosen so far
+    __replay_attrs__ = ("model", "n", "estimators", "rng", "_decisions", "_plan")
 
     def __getstate__(self):
         # the last trace holds the tape of the last call: not part of the expectation
@@ -99,7 +98,8 @@ class Expectation:
         for site, baseline, q, state in updates:
             if baseline.stateful and not state and self.warn_lost_history:
                 _warn_if_history_lost(self, site, baseline)
-            replay.effect(baseline.update, q, replay.Ref(state))  # (and after each replay)
+            if type(baseline).update is not Baseline.update:  # (not a baseline without memory)
+                replay.effect(baseline.update, q, replay.Ref(state))  # (and after each replay)
         self.last_trace = trace
         return objective
 
