@@ -202,6 +202,9 @@ def jax_runner(batch, steps, init):
     return run
 
 
+_WHAT = {"record_s": "recording", "compile_s": "compiling"}
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=2000)
@@ -230,7 +233,7 @@ def main(argv=None):
         for name, run in runners.items():
             for what in ("record_s", "compile_s"):
                 if hasattr(run, what):
-                    print(f"{batch:>6}{name:>8}  {what.split('_')[0]}ing before the first "
+                    print(f"{batch:>6}{name:>8}  {_WHAT[what]} before the first "
                           f"fast step: {getattr(run, what):.3f} s")
         for run in runners.values():       # warm-up: imports, numba, caches
             run(12345, 50)

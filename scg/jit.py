@@ -85,6 +85,8 @@ class _Entry:
 class Jitted:
     """A function compiled by `scg.jit`."""
 
+    __replay_attrs__ = ("fn", "validate")  # (a jitted function called by another one)
+
     def __init__(self, fn, validate):
         self.fn = fn
         self.validate = validate
@@ -185,6 +187,7 @@ class Jitted:
             except Exception as error:  # (the recording's fault or the function's: see below)
                 THREAD.recording = previous
                 rec.open = False
+                rec.restore_generators()  # (the run afresh draws what this one drew)
                 entry.refused = f"the recorded call raised {type(error).__name__}: {error}"
                 failed = True
             else:
@@ -254,7 +257,8 @@ class Jitted:
 # ---------------------------------------------------------------- recordings compared
 def _signature(rec, out_leaves, inputs):
     outs = tuple(("v", o.slot) if type(o) is Var else ("c", _value_key(o)) for o in out_leaves)
-    return (tuple(rec.lines), tuple(rec.effects), rec.consts, rec.refs, outs,
+    refs = [type(r) if f"r{k}" in rec.own else r for k, r in enumerate(rec.refs)]
+    return (tuple(rec.lines), tuple(rec.effects), rec.consts, refs, outs,
             tuple(v.slot for v in inputs))
 
 
@@ -331,6 +335,9 @@ def _value_key(x):
 
 
 # ---------------------------------------------------------------- keys of calls
+_END = ("end",)
+
+
 def _arguments_key(args, traced, spec):
     """The structure of positional arguments made of dicts, lists, tuples, arrays and
     numbers only, collecting the traced leaves in pytree order (the fast path of every
@@ -341,23 +348,31 @@ def _arguments_key(args, traced, spec):
 
 
 def _collect(x, traced, spec):
+    # (an array adds its shape and dtype, a number its type, a container a tuple that
+    # holds its kind and size: no two structures give the same sequence)
     t = type(x)
     if t is np.ndarray:
         traced.append(x)
-        spec.append((x.dtype.str, x.shape))
+        spec.append(x.shape)
+        spec.append(x.dtype)
         return True
     if t is dict:
-        spec.append(("{", tuple(x)))
+        spec.append((dict, tuple(x)))
         for v in x.values():
-            if not _collect(v, traced, spec):
+            if type(v) is np.ndarray:
+                traced.append(v)
+                spec.append(v.shape)
+                spec.append(v.dtype)
+            elif not _collect(v, traced, spec):
                 return False
-        spec.append("}")
+        spec.append(_END)
         return True
     if t is list or t is tuple:
         spec.append((t, len(x)))
         for v in x:
             if not _collect(v, traced, spec):
                 return False
+        spec.append(_END)
         return True
     if t is float or t is int or t is complex:
         traced.append(x)

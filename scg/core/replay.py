@@ -49,6 +49,8 @@ class _Recording:
         self.guards = []      # (line number, where) for explain()
         self.invalid = None   # why this recording must not be replayed
         self.grouped = {}     # predicate with a `many` form -> slots it must hold for
+        self.generators = {}  # id -> (generator, its state before the recording drew)
+        self.own = set()      # names of refs made by this recording (not compared)
         self.n_slots = 0
         self.open = True
         self._const_ids = {}
@@ -85,7 +87,10 @@ class _Recording:
             inner = ", ".join(self._expr(x) for x in a)
             return f"({inner},)" if t is tuple else f"[{inner}]"
         if t is Ref:
-            return self.ref(a.obj)
+            name = self.ref(a.obj)
+            if a.own:
+                self.own.add(name)
+            return name
         if isinstance(a, Tracer):
             raise TypeError("scg.jit: a traced value of an outer transformation reached a "
                             "jitted function's operations; apply scg.jit outside scg.grad "
@@ -165,6 +170,11 @@ class _Recording:
         if self.invalid is None:
             self.invalid = reason
 
+    def restore_generators(self):
+        """Put the generators back where they were before the recording drew from them."""
+        for rng, state in self.generators.values():
+            rng.bit_generator.state = state
+
     def close(self):
         """End the recording: the grouped checks become one guard per predicate, at the
         end of the body (a check changes nothing: it may run after the operations)."""
@@ -228,12 +238,16 @@ def same(a, b):
 
 
 class Ref:
-    """An argument of `call` or `effect` used by identity: a dict of state, an object."""
+    """An argument of `call` or `effect` used by identity: a dict of state, an object.
 
-    __slots__ = ("obj",)
+    `own=True`: an object the recorded call made for itself (each recording has its own;
+    two recordings are the same if the rest is)."""
 
-    def __init__(self, obj):
+    __slots__ = ("obj", "own")
+
+    def __init__(self, obj, own=False):
         self.obj = obj
+        self.own = own
 
 
 class Var(Tracer):
@@ -409,6 +423,8 @@ class generator:
         rec = THREAD.recording
         if rec is None or isinstance(rng, generator):
             return rng
+        if id(rng) not in rec.generators:  # (restored if the recorded call fails)
+            rec.generators[id(rng)] = (rng, rng.bit_generator.state)
         g = object.__new__(generator)
         g._rng, g._rec = rng, rec
         return g

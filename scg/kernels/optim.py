@@ -26,7 +26,10 @@ def _adam_kernel(g, m, v, t, lr, b1, b2, eps):
 def adam_step(g, m, v, t, lr, b1, b2, eps):
     """(the step to subtract, new m, new v) of Adam with both bias corrections folded into
     the step size and eps, for flat float64 vectors g, m, v and step count t >= 1."""
-    return _adam_kernel(np.ascontiguousarray(g, dtype=np.float64),
-                        np.ascontiguousarray(m, dtype=np.float64),
-                        np.ascontiguousarray(v, dtype=np.float64),
-                        float(t), lr, b1, b2, eps)
+    f64 = _F64
+    if g.dtype != f64 or m.dtype != f64 or v.dtype != f64:
+        g, m, v = (np.asarray(x, dtype=f64) for x in (g, m, v))
+    return _adam_kernel(g, m, v, float(t), lr, b1, b2, eps)
+
+
+_F64 = np.dtype(np.float64)

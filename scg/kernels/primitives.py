@@ -34,7 +34,7 @@ def sig(n_inputs):
 def run(kernel, which, *args):
     """Call `kernel(which, out, *inputs)` on the broadcast of `args`; return out."""
     a0 = args[0]
-    if type(a0) is np.ndarray and a0.size <= _SMALL and a0.ndim:
+    if type(a0) is np.ndarray and a0.ndim and a0.size < PARALLEL_MIN:
         out = _run_small(kernel, which, a0, args)
         if out is not None:
             return out
@@ -67,14 +67,13 @@ def run(kernel, which, *args):
 
 
 _F64 = np.dtype(np.float64)
-_SMALL = 64
 _F64_SCALAR = np.float64
 
 
 def _run_small(kernel, which, a0, args):
-    """`run` on a few entries whose other arguments have a0's shape or one entry (the
-    common small call: a policy's draw and its parameters), without the general
-    broadcasting; None otherwise."""
+    """`run` below the parallel size when the other arguments have a0's shape or one entry
+    (the common call: draws and their parameters), without the general broadcasting;
+    None otherwise."""
     shape = a0.shape
     rows = shape[0]
     cols = a0.size // rows if rows else 0

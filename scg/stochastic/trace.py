@@ -38,6 +38,8 @@ class Trace:
         self.n = n
         self.estimators = estimators  # the caller's choice over the model's (see estimator_for)
         self.rng = replay.generator.wrap(rng)  # (under scg.jit: every draw is recorded)
+        # under scg.jit: how many calls ran this run's program (the recorded one included)
+        self.runs_of_program = [0] if replay.recording() is not None else None
         self.level = level
         self.decisions = decisions
         self.reasons = reasons
@@ -280,6 +282,11 @@ class Trace:
                 where += (f"; it mixes the elements of plate {', '.join(p.name for p in mixed)}"
                           ", so every element's score meets all of it")
             lines.append(f"  {c.name}{where}: " + "; ".join(parts))
+        if self.runs_of_program is not None:
+            replays = self.runs_of_program[0] - 1
+            lines += ["", f"Recorded by scg.jit: {replays} later call{'s' if replays != 1 else ''}"
+                      " replayed this run's program (the same estimators and terms, new draws); "
+                      "the values kept in this trace are those of the recorded call."]
         return "\n".join(lines)
 
     def __repr__(self):
@@ -381,6 +388,8 @@ def run_model(model, args, kwargs, *, n, rng, decisions, reasons, record=False,
                        if trace.sites[s].reason != "requested"}
             if not invalid:
                 trace.check_forced()
+                if trace.runs_of_program is not None:
+                    replay.effect(_count, replay.Ref(trace.runs_of_program, own=True))
                 return trace, (build(trace) if build else None)
         # switch the latest such site only: once it is a score site, the sites before it
         # may no longer reach the jump along a path (x -> y -> floor(y) keeps x pathwise)
@@ -391,6 +400,10 @@ def run_model(model, args, kwargs, *, n, rng, decisions, reasons, record=False,
                       "so the pathwise gradient would be biased")
         rng.bit_generator.state = state
     raise RuntimeError("estimator choice did not settle")  # pragma: no cover
+
+
+def _count(counter):
+    counter[0] += 1
 
 
 def _numpy_random_position():
