@@ -9,7 +9,8 @@ import math
 
 import numpy as np
 
-from .core import pytree
+from .core import pytree, replay
+from .core.replay import Var
 from .core.tape import Box, Tracer, backward, new_level, new_root, strip
 from .errors import NoGradientPathError
 from .numpy import rules as R
@@ -117,6 +118,14 @@ def _as_float(leaf, argnum, treedef, k):
     return arr.astype(np.float64)
 
 
+def _as_python_float(value):
+    return float(value.item() if hasattr(value, "item") else value)
+
+
+def _finish_recorded(grads, shapes, distinct):
+    return tuple(_finish(list(grads), shapes, distinct))
+
+
 def _finish(grads, shapes, distinct=True):
     """Cotangents as the user sees them: float64 arrays at the top level, traced inside.
 
@@ -124,6 +133,8 @@ def _finish(grads, shapes, distinct=True):
     is copied, and so is a cotangent whose memory another returned one shares (the rule
     of `a + b` gives both the same array; a bias's cotangent can be a row of another's).
     """
+    if any(type(g) is Var for g in grads):  # (under scg.jit: the same conversion, recorded)
+        return list(replay.pure(_finish_recorded, tuple(grads), tuple(shapes), distinct))
     seen = set()  # the ids of the memory owners of the arrays returned so far
     out = []
     for g, shape in zip(grads, shapes):
@@ -199,6 +210,8 @@ def _gradient_function(fun, argnums, allow_unused, with_value):
             return gradient
         if not isinstance(value, Tracer):
             value = float(value.item() if hasattr(value, "item") else value)
+        elif value.floor:  # (under scg.jit: the same conversion, recorded)
+            value = replay.pure(_as_python_float, value)
         return value, gradient
 
     return gradient_function

@@ -8,13 +8,15 @@ the function (the values its closures, defaults and globals hold, arrays by cont
 """
 
 import functools
+import hashlib
 import re
 import types
 
 import numpy as np
 
 from .core import pytree
-from .core.replay import Miss, Var, _Recording, compile_program, same
+from .core.replay import (Miss, Var, _Recording, compile_program, generators_of,
+                          restore_position, same, save_position)
 from .core.tape import THREAD, Tracer, new_level
 
 _RECORDINGS_PER_KEY = 4  # recordings that never repeat themselves: stop trying
@@ -67,7 +69,8 @@ class _Entry:
     """What is known about one structure of call."""
 
     __slots__ = ("program", "source", "last", "recordings", "replays", "misses", "refused",
-                 "guards", "n_ops", "out_def", "same_in_a_row", "unstable")
+                 "guards", "n_ops", "out_def", "same_in_a_row", "unstable", "generators",
+                 "failures", "error")
 
     def __init__(self):
         self.program = None
@@ -80,6 +83,9 @@ class _Entry:
         self.out_def = None
         self.same_in_a_row = 0
         self.unstable = None  # how the last two recordings differed
+        self.generators = []
+        self.failures = 0
+        self.error = None
 
 
 class Jitted:
@@ -92,6 +98,7 @@ class Jitted:
         self.validate = validate
         self._entries = {}
         self._watch = _Watch()
+        self._uncached = False
         self.stats = {"calls": 0, "replays": 0, "recordings": 0, "eager": 0}
         functools.update_wrapper(self, fn)
 
@@ -105,15 +112,9 @@ class Jitted:
             shape_key = _arguments_key(args, inputs, [])
             if shape_key is not None:
                 entry = self._entries.get((shape_key, self._watch.get(self.fn)))
-                program = entry.program if entry is not None else None
-                if program is not None:
-                    try:
-                        flat = program(*inputs)
-                    except Miss:
-                        entry.misses += 1
-                    else:
-                        entry.replays += 1
-                        self.stats["replays"] += 1
+                if entry is not None and entry.program is not None:
+                    flat = self._replay(entry, inputs)
+                    if flat is not None:
                         return pytree.unflatten(entry.out_def, list(flat))
         traced = []
         spec = []
@@ -132,15 +133,19 @@ class Jitted:
                 self.stats["eager"] += 1
                 return self.fn(*args, **kwargs)
             else:
-                spec.append(("static", _fingerprint(leaf)))
+                spec.append(("static", leaf))
         try:
             shape_key = _arguments_key(args, [], []) if not kwargs else None
             if shape_key is None:
-                shape_key = (_freeze(treedef), tuple(spec))
-            key = (shape_key, self._watch.get(self.fn))
+                shape_key = (_freeze(treedef), _fingerprint(tuple(spec)))
+            fingerprint = self._watch.get(self.fn)
+            key = (shape_key, fingerprint)
             hash(key)
-        except TypeError:  # (something unhashable in a static argument: never cached)
+        except (TypeError, _TooMuch):  # (unhashable or too large static arguments)
+            fingerprint = key = None
+        if key is None or fingerprint is None:  # (never cached: see explain())
             self.stats["eager"] += 1
+            self._uncached = True
             return self.fn(*args, **kwargs)
         entry = self._entries.get(key)
         if entry is None:
@@ -148,20 +153,32 @@ class Jitted:
                 self.stats["eager"] += 1
                 return self.fn(*args, **kwargs)
             entry = self._entries[key] = _Entry()
-        program = entry.program
-        if program is not None:
-            try:
-                flat = program(*traced)
-            except Miss:
-                entry.misses += 1
-            else:
-                entry.replays += 1
-                self.stats["replays"] += 1
+        if entry.program is not None:
+            flat = self._replay(entry, traced)
+            if flat is not None:
                 return pytree.unflatten(entry.out_def, list(flat))
         if entry.refused is not None or entry.recordings >= _RECORDINGS_PER_KEY + entry.misses:
             self.stats["eager"] += 1
             return self.fn(*args, **kwargs)
         return self._record(entry, args, kwargs, leaves, treedef)
+
+    def _replay(self, entry, inputs):
+        """The program's flat outputs, or None when a guard missed (the generators are
+        then back where they were, and nothing was updated: effects run last)."""
+        generators = entry.generators
+        if generators:
+            saved = [save_position(g) for g in generators]
+        try:
+            flat = entry.program(*inputs)
+        except Miss:
+            entry.misses += 1
+            if generators:
+                for g, position in zip(generators, saved):
+                    restore_position(g, position)
+            return None
+        entry.replays += 1
+        self.stats["replays"] += 1
+        return flat
 
     def _record(self, entry, args, kwargs, leaves, treedef):
         self.stats["recordings"] += 1
@@ -188,10 +205,14 @@ class Jitted:
                 THREAD.recording = previous
                 rec.open = False
                 rec.restore_generators()  # (the run afresh draws what this one drew)
-                entry.refused = f"the recorded call raised {type(error).__name__}: {error}"
+                entry.failures += 1
+                entry.error = f"the recorded call raised {type(error).__name__}: {error}"
+                if entry.failures >= 2:  # (once may be the input's fault: try again later)
+                    entry.refused = entry.error
                 failed = True
             else:
                 failed = False
+                rec.run_effects()
             finally:
                 THREAD.recording = previous
                 rec.close()
@@ -222,6 +243,7 @@ class Jitted:
         entry.guards = [where for _, where in rec.guards]
         if entry.same_in_a_row >= self.validate:
             entry.program, entry.source = compile_program(rec, inputs, out_leaves)
+            entry.generators = generators_of(rec)
             entry.out_def = out_def
             entry.n_ops = len(rec.lines)
         return result
@@ -232,6 +254,10 @@ class Jitted:
         lines = [f"scg.jit({getattr(self.fn, '__name__', self.fn)!r}): {self.stats['calls']} "
                  f"calls, {self.stats['replays']} replayed, {self.stats['recordings']} "
                  f"recorded, {self.stats['eager']} run without recording"]
+        if self._uncached:
+            lines.append("  some calls ran afresh without a key: the function reaches more "
+                         f"than {_BUDGET} values (closures, globals, objects' attributes), or "
+                         "an argument could not be compared")
         for k, e in enumerate(self._entries.values()):
             if e.program is not None:
                 state = (f"replayed ({e.replays} calls) from a program of {e.n_ops} "
@@ -244,6 +270,8 @@ class Jitted:
             else:
                 state = f"recorded {e.recordings} time(s), not yet replayed"
             lines.append(f"  structure {k + 1}: {state}")
+            if e.error is not None and e.refused is None:
+                lines.append(f"    {e.error} (it ran afresh; the next call records again)")
             if e.misses:
                 lines.append(f"    {e.misses} replay(s) stopped by a guard and recorded again")
             for where in e.guards[:20]:
@@ -408,9 +436,9 @@ _BY_IDENTITY = (type, types.ModuleType, types.BuiltinFunctionType, np.ufunc)
 def _fingerprint(x):
     """A hashable summary of everything `x` makes a call depend on, besides its arguments:
     the values a function closes over, its defaults and the globals it reads, recursively
-    through the functions, partials, bound methods and containers it holds; arrays by
-    content; scg's objects by their attributes (`__replay_attrs__` if they name them);
-    other objects by identity."""
+    through the functions, partials, bound methods, containers and objects it holds
+    (objects by their attributes, or the ones their `__replay_attrs__` name); arrays by
+    content; modules, classes, builtins and objects without attributes by identity."""
     out = []
     _walk(x, out, set(), 0, [])
     return tuple(out)
@@ -434,13 +462,25 @@ class _Watch:
         if checks is not None and _unchanged(checks):
             return self.value
         out, checks = [], []
-        _walk(fn, out, set(), 0, checks)
+        try:
+            _walk(fn, out, set(), 0, checks)
+        except _TooMuch:
+            return None  # (the caller runs the function afresh)
         self.value, self.checks = tuple(out), checks
         return self.value
 
 
 _MISSING = object()
-_CELL, _ITEM, _LEN, _ARRAY, _ATTR, _INDEX = range(6)
+_CELL, _ITEM, _LEN, _ARRAY, _ATTR, _INDEX, _LOCKED = range(7)
+# arrays above this many entries are not compared entry by entry on every call: they are
+# made read-only instead (as the tape does for the length of a gradient), and compared
+# again only if someone makes them writeable
+_LOCK_LIMIT = 1 << 16
+_BUDGET = 100_000  # values a fingerprint may visit (more: the function runs afresh)
+
+
+class _TooMuch(Exception):
+    pass
 
 
 def _unchanged(checks):
@@ -461,6 +501,9 @@ def _unchanged(checks):
         elif kind == _ARRAY:
             if a.shape != c or a.tobytes() != b:
                 return False
+        elif kind == _LOCKED:
+            if a.flags.writeable:  # (made writeable again: it may have changed)
+                return False
         elif kind == _ATTR:
             if getattr(a, b, _MISSING) is not c:
                 return False
@@ -475,6 +518,15 @@ def _walk(x, out, seen, depth, checks):
         out.append(x)
         return
     if t is np.ndarray:
+        if x.size > _LOCK_LIMIT:
+            owner = x
+            while type(owner.base) is np.ndarray:
+                owner = owner.base
+            owner.flags.writeable = False
+            out.append((x.dtype.str, x.shape, hashlib.blake2b(memoryview(
+                np.ascontiguousarray(x)).cast("B")).digest()))
+            checks.append((_LOCKED, owner, None, None))
+            return
         data = x.tobytes()
         out.append((x.dtype.str, x.shape, data))
         checks.append((_ARRAY, x, data, x.shape))
@@ -489,6 +541,8 @@ def _walk(x, out, seen, depth, checks):
         out.append(("seen", id(x)))
         return
     seen.add(id(x))
+    if len(out) > _BUDGET:
+        raise _TooMuch
     depth += 1
     if t is dict:
         _walk_dict(x, out, seen, depth, checks)
@@ -550,9 +604,10 @@ def _walk(x, out, seen, depth, checks):
             if value is not _MISSING:
                 _walk(value, out, seen, depth, checks)
         return
-    if t.__module__.startswith("scg.") and hasattr(x, "__dict__"):
+    attrs = getattr(x, "__dict__", None)
+    if type(attrs) is dict and not isinstance(x, type):  # (a user's object: its attributes)
         out.append(t)
-        _walk_dict(vars(x), out, seen, depth, checks)
+        _walk_dict(attrs, out, seen, depth, checks)
         return
     out.append(id(x))
 

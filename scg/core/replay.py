@@ -51,6 +51,9 @@ class _Recording:
         self.grouped = {}     # predicate with a `many` form -> slots it must hold for
         self.generators = {}  # id -> (generator, its state before the recording drew)
         self.own = set()      # names of refs made by this recording (not compared)
+        self.pending = []     # effects to run when the recorded call returns
+        self.written = set()  # ids of the objects that effects update
+        self.immediate = False
         self.n_slots = 0
         self.open = True
         self._const_ids = {}
@@ -117,6 +120,12 @@ class _Recording:
         returned as a constant; a source is always recorded (random numbers, state)."""
         raw = [_concrete(a) for a in args]
         kw = {k: _concrete(v) for k, v in kwargs.items()} if kwargs else {}
+        if self.written and any(type(a) is Ref and id(a.obj) in self.written for a in args):
+            self.refuse("state updated during the call is read again in the same call (an "
+                        "expectation with a stateful baseline called twice in one call): its "
+                        "updates are applied when the call returns")
+            self.run_effects()  # (this call then runs as without scg.jit)
+            self.immediate = True
         ans = fn(*raw, **kw)
         if not source:
             if not any(_holds_var(a) for a in args) and \
@@ -161,10 +170,21 @@ class _Recording:
         return ok
 
     def effect(self, fn, args):
-        raw = [_concrete(a) for a in args]
-        fn(*raw)
+        # run when the recorded call has returned, as in a replay: a call that fails
+        # after it has updated nothing, and its run afresh updates once
+        self.pending.append((fn, [_concrete(a) for a in args]))
+        if self.immediate:
+            self.run_effects()
+        for a in args:
+            if type(a) is Ref:
+                self.written.add(id(a.obj))
         parts = ", ".join(self._expr(a) for a in args)
         self.effects.append(f"{self.ref(fn)}({parts})")
+
+    def run_effects(self):
+        for fn, raw in self.pending:
+            fn(*raw)
+        self.pending = []
 
     def refuse(self, reason):
         if self.invalid is None:
@@ -375,6 +395,16 @@ def call(fn, *args):
     return rec.apply(fn, args, None, source=True)
 
 
+def pure(fn, *args):
+    """fn(*args) for a function of its arguments only, recorded as one operation when a
+    recording is open and an argument holds a recorded value (a conversion the user
+    sees: a float, the gradients as float64 arrays)."""
+    rec = THREAD.recording
+    if rec is None or not any(_holds_var(a) for a in args):
+        return fn(*args)
+    return rec.apply(fn, args, None)
+
+
 def effect(fn, *args):
     """fn(*args) for its side effect (updating state kept between calls): run now, and at
     the end of every replay of the open recording."""
@@ -447,6 +477,69 @@ class generator:
 
 def real_generator(rng):
     return rng._rng if isinstance(rng, generator) else rng
+
+
+# ---------------------------------------------------------------- generator positions
+def _pcg64_access():
+    """(save, restore) of a PCG64 generator's position through its C state (about a
+    microsecond, against tens for `.state`), or None if the layout is not the expected
+    one: numpy's pcg64_state is {pcg64_random_t *pcg_state; int has_uint32; uint32_t
+    uinteger}, and pcg64_random_t holds the 128-bit state and increment."""
+    import ctypes
+
+    def save(bg):
+        address = bg.ctypes.state_address
+        inner = ctypes.c_void_p.from_address(address).value
+        return ctypes.string_at(inner, 32) + ctypes.string_at(address + 8, 8)
+
+    def restore(bg, saved):
+        address = bg.ctypes.state_address
+        inner = ctypes.c_void_p.from_address(address).value
+        ctypes.memmove(inner, saved[:32], 32)
+        ctypes.memmove(address + 8, saved[32:], 8)
+
+    try:
+        g = np.random.Generator(np.random.PCG64(12345))
+        g.random(3)
+        g.integers(0, 10, 3, dtype=np.uint32)  # (leaves a spare 32-bit word)
+        saved, expected = save(g.bit_generator), g.bit_generator.state
+        first = g.standard_normal(5)
+        restore(g.bit_generator, saved)
+        if g.bit_generator.state == expected and np.array_equal(g.standard_normal(5), first):
+            return save, restore
+    except Exception:  # pragma: no cover - another numpy's layout
+        pass
+    return None  # pragma: no cover
+
+
+_PCG64 = _pcg64_access()
+
+
+def save_position(rng):
+    """Where a numpy Generator is in its stream (see restore_position)."""
+    bg = rng.bit_generator
+    if _PCG64 is not None and type(bg) is np.random.PCG64:
+        return _PCG64[0](bg)
+    return bg.state
+
+
+def restore_position(rng, saved):
+    bg = rng.bit_generator
+    if type(saved) is bytes:
+        _PCG64[1](bg, saved)
+    else:
+        bg.state = saved
+
+
+def generators_of(rec):
+    """The numpy Generators the recording draws from (their positions are restored when a
+    replay misses, so that the call run afresh draws the same numbers)."""
+    found = []
+    for r in rec.refs:
+        g = getattr(r, "__self__", None)
+        if isinstance(g, np.random.Generator) and not any(g is x for x in found):
+            found.append(g)
+    return found
 
 
 # ---------------------------------------------------------------- compiling a recording
