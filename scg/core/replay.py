@@ -355,12 +355,15 @@ def _first_var(a):
     return None
 
 
+_PLUMBING = ("/scg/core/replay.py", "/scg/numpy/dispatch.py", "/numpy/_core/fromnumeric.py")
+
+
 def _where(why):
     """`why`, the line of the user's code that led to the read, and the line of scg that
     read it if any (for explain())."""
     import traceback
     frames = [f for f in traceback.extract_stack()[:-3]
-              if "/scg/core/replay.py" not in f.filename.replace("\\", "/")]
+              if not f.filename.replace("\\", "/").endswith(_PLUMBING)]
     inside = None
     for frame in reversed(frames):
         path = frame.filename.replace("\\", "/")

@@ -3,6 +3,8 @@ and Tucker 2020), unbiased, with two evaluations of the downstream model per dra
 
 import numpy as np
 
+from ..core import replay
+
 from ..distributions.base import family_of
 from ..errors import EstimatorError
 from ..numpy import rules as R
@@ -81,8 +83,8 @@ class DisARM(Estimator):
 
 def _probs(params):
     if params.get("logits") is not None:
-        return _sigmoid(np.asarray(params["logits"], dtype=float))
-    return np.asarray(params["probs"], dtype=float)
+        return _sigmoid(replay.asarray(params["logits"], dtype=float))
+    return replay.asarray(params["probs"], dtype=float)
 
 
 def _traced_logits(site, ctx):

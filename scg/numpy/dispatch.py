@@ -180,9 +180,23 @@ FUNCTIONS[np.ndim] = R.ndim
 FUNCTIONS[np.size] = lambda a, axis=None: int(np.prod(R.shape(a))) if axis is None else R.shape(a)[axis]
 FUNCTIONS[np.take] = lambda a, indices, axis=None, out=None, mode="raise": R.take(a, indices, axis)
 for _fn in (np.all, np.any, np.isclose, np.allclose,
-            np.zeros_like, np.ones_like, np.full_like, np.empty_like,
             np.array_equal, np.nonzero, np.count_nonzero):
     FUNCTIONS[_fn] = _inspect(_fn)
+
+
+def _like(fn):
+    """np.zeros_like and the like: they read the shape and dtype of their first argument,
+    not its values (so that a recorded value of scg.jit is not read)."""
+    def impl(a, *args, **kwargs):
+        plain = strip(a)
+        if isinstance(plain, Tracer):
+            plain = np.empty(plain.shape, dtype=plain.dtype)
+        return fn(plain, *[_read(x) for x in args], **{k: _read(v) for k, v in kwargs.items()})
+    return impl
+
+
+for _fn in (np.zeros_like, np.ones_like, np.full_like, np.empty_like):
+    FUNCTIONS[_fn] = _like(_fn)
 
 
 def _no_rule(name, value=None):

@@ -14,6 +14,8 @@ import math
 
 import numpy as np
 
+from ..core import replay
+
 
 class Copies:
     """The layout of copies: `sizes` maps each copying site to its number of copies."""
@@ -56,8 +58,9 @@ class Copies:
 
     def tile(self, x):
         """A per-draw array (n, *rest), the same in every copy: (rows, *rest)."""
-        x = np.asarray(x)
-        return np.broadcast_to(x, (self.count,) + x.shape).reshape((self.rows,) + x.shape[1:])
+        x = replay.asarray(x)
+        return np.reshape(np.broadcast_to(x, (self.count,) + x.shape),
+                          (self.rows,) + x.shape[1:])
 
     def group_sum(self, x, names):
         """Sum x (rows, *rest) over the copy axes of `names`, keeping them (size 1) and

@@ -38,6 +38,13 @@ def surrogate(trace, baseline_state, checked):
     return ctx.objective(), ctx.updates
 
 
+def _placed(g, shape, index, kept):
+    """Zeros of `shape` with g, its draw axis moved to `kept`, at `index`."""
+    full = np.zeros(shape)
+    full[index] = np.moveaxis(g, 0, kept)
+    return full
+
+
 class SurrogateContext:
     """What an estimator builds its surrogate terms from.
 
@@ -108,10 +115,9 @@ class SurrogateContext:
             return g
         down = self._down(site)
         kept = len(copies.names) - len(down)
-        full = np.zeros(tuple(copies.sizes) + (copies.n,) + g.shape[1 + kept:])
+        shape = tuple(copies.sizes) + (copies.n,) + g.shape[1 + kept:]
         index = tuple(0 if name in down else slice(None) for name in copies.names)
-        full[index] = np.moveaxis(g, 0, kept)
-        out = copies.merge(full)
+        out = copies.merge(replay.pure(_placed, g, shape, index, kept))
         for e in copies.names:
             if e in site.param_deps.up:
                 w = self.weight(e)
