@@ -20,6 +20,8 @@ a (1024, 10) state matrix in numpy. Each estimator is run by up to three systems
   scg          scg.Enumerate(), scg.DisARM() with n = N_PAIRS pairs, scg.Score("loo") and
                scg.GumbelSoftmax(temperature=1.0) with n = N_DRAWS, on one site of batch
                shape (10,) (enumerated: the product of the 2^10 states)
+  scg.jit      the same gradient functions under scg.jit (recorded on their first calls,
+               then replayed)
 
 DisARM for the 10-vector (eq. of the multivariate case in the paper): with one
 u ~ U(0, 1)^10 per pair, b = 1[u < sigmoid(theta)], b~ = 1[1 - u < sigmoid(theta)], f is
@@ -44,7 +46,7 @@ Storchastic and torch are optional and not in pyproject.toml:
     pip install torch==2.13.0 storchastic
 
 Run:  python benchmarks/estimators_bench.py [--repeats 7] [--stat-draws 4000]
-          [--only numpy,storchastic,scg] [--threads 1]
+          [--only numpy,storchastic,scg,scg.jit] [--threads 1]
 (the scg part needs scg's Enumerate, DisARM and GumbelSoftmax estimators.)
 """
 
@@ -190,7 +192,7 @@ def storch_runners(cost):
 
 
 # ---------------------------------------------------------------- scg
-def scg_runners(cost):
+def scg_runners(cost, jit=False):
     import scg
     f = COSTS[cost][0]
 
@@ -199,6 +201,12 @@ def scg_runners(cost):
             b = scg.sample("b", scg.Bernoulli(logits=theta), estimator=estimator)
             return f(b)
         grad = scg.grad(scg.expectation(model, n=n, seed=2))
+        if jit:  # (recorded on its first calls, replayed after: warmed up here)
+            grad = scg.jit(grad)
+            for _ in range(4):
+                grad(THETA)
+            if not grad.stats["replays"]:
+                raise RuntimeError(f"scg.jit did not replay: {grad.explain()}")
         return lambda: np.asarray(grad(THETA), dtype=float)
 
     return {
@@ -209,7 +217,8 @@ def scg_runners(cost):
     }
 
 
-SYSTEMS = {"numpy": numpy_runners, "storchastic": storch_runners, "scg": scg_runners}
+SYSTEMS = {"numpy": numpy_runners, "storchastic": storch_runners, "scg": scg_runners,
+           "scg.jit": lambda cost: scg_runners(cost, jit=True)}
 ESTIMATORS = ["enumerate", "disarm", "score_loo", "gumbel", "rebar"]
 EVALS = {"enumerate": 2 ** D, "disarm": 2 * N_PAIRS, "score_loo": N_DRAWS,
          "gumbel": N_DRAWS, "rebar": 3 * N_DRAWS}
@@ -244,8 +253,8 @@ def main(argv=None):
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--stat-draws", type=int, default=4000,
                         help="independent gradient estimates for the bias and variance")
-    parser.add_argument("--only", default="numpy,storchastic,scg",
-                        help="comma-separated subset of numpy,storchastic,scg")
+    parser.add_argument("--only", default="numpy,storchastic,scg,scg.jit",
+                        help="comma-separated subset of numpy,storchastic,scg,scg.jit")
     parser.add_argument("--costs", default="separable,coupled")
     parser.add_argument("--threads", type=int, default=1, help="torch.set_num_threads")
     args = parser.parse_args(argv)
