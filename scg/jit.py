@@ -240,7 +240,7 @@ class Jitted:
                 entry.unstable = _difference(entry.last, signature)
             entry.same_in_a_row = 1
         entry.last = signature
-        entry.guards = [where for _, where in rec.guards]
+        entry.guards = [(kind, where) for _, kind, where in rec.guards]
         if entry.same_in_a_row >= self.validate:
             entry.program, entry.source = compile_program(rec, inputs, out_leaves)
             entry.generators = generators_of(rec)
@@ -274,8 +274,11 @@ class Jitted:
                 lines.append(f"    {e.error} (it ran afresh; the next call records again)")
             if e.misses:
                 lines.append(f"    {e.misses} replay(s) stopped by a guard and recorded again")
-            for where in e.guards[:20]:
-                lines.append(f"    guard: {where}")
+            checks = list(dict.fromkeys(w for kind, w in e.guards if kind == "check"))
+            if checks:
+                lines.append(f"    checked on every replay: {'; '.join(checks)}")
+            for where in [w for kind, w in e.guards if kind == "read"][:10]:
+                lines.append(f"    reads a value (recorded again when it differs): {where}")
         return "\n".join(lines)
 
     def __repr__(self):

@@ -75,7 +75,8 @@ class Adam:
         """State: {"t": 0, "m": zeros, "v": zeros}; the moments are kept as one flat vector
         each (one numpy pass per update instead of one per leaf)."""
         size = sum(int(np.size(p)) for p in pytree.flatten_leaves(params)[0])
-        return {"t": 0, "m": np.zeros(size), "v": np.zeros(size)}
+        # (t as a numpy integer: the type it has after an update, traced or not)
+        return {"t": np.int64(0), "m": np.zeros(size), "v": np.zeros(size)}
 
     def update(self, grads, state, params):
         p_leaves, treedef = pytree.flatten_leaves(params)

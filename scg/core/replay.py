@@ -46,7 +46,8 @@ class _Recording:
         self.consts = []      # the namespace's constants, c0, c1, ... (compared by value)
         self.refs = []        # objects used by identity (state dicts, generators, functions)
         self.effects = []     # source lines run after the body
-        self.guards = []      # (line number, where) for explain()
+        self.guards = []      # (line number, kind, where) for explain(): a "read" of a
+        # value (the call is recorded again if it differs), or a "check" that must hold
         self.invalid = None   # why this recording must not be replayed
         self.grouped = {}     # predicate with a `many` form -> slots it must hold for
         self.generators = {}  # id -> (generator, its state before the recording drew)
@@ -152,11 +153,11 @@ class _Recording:
         if kind == "bool":
             got = bool(value)
             self.lines.append(f"if bool(v{var.slot}) is not {got}: raise Miss({len(self.guards)})")
-            self.guards.append((len(self.lines), where))
+            self.guards.append((len(self.lines), "read", where))
             return got
         name = self.const(_snapshot(value))
         self.lines.append(f"if not same(v{var.slot}, {name}): raise Miss({len(self.guards)})")
-        self.guards.append((len(self.lines), where))
+        self.guards.append((len(self.lines), "read", where))
         return value
 
     def expect(self, predicate, var, where):
@@ -166,7 +167,7 @@ class _Recording:
         elif ok:
             name = self.ref(predicate)
             self.lines.append(f"if not {name}(v{var.slot}): raise Miss({len(self.guards)})")
-            self.guards.append((len(self.lines), where))
+            self.guards.append((len(self.lines), "check", where))
         return ok
 
     def effect(self, fn, args):
@@ -203,7 +204,7 @@ class _Recording:
             name = self.ref(predicate.many)
             slots = ", ".join(f"v{slot}" for slot, _ in uses)
             self.lines.append(f"if not {name}({slots}): raise Miss({len(self.guards)})")
-            self.guards.append((len(self.lines), "; ".join(sorted({w for _, w in uses}))))
+            self.guards.append((len(self.lines), "check", "; ".join(sorted({w for _, w in uses}))))
         self.grouped = {}
 
 
