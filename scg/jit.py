@@ -21,6 +21,8 @@ from .core.tape import THREAD, Tracer, new_level
 
 _RECORDINGS_PER_KEY = 4  # recordings that never repeat themselves: stop trying
 _KEYS = 32               # structures kept per jitted function
+_TOKENS = 256            # fingerprints remembered per jitted function
+_GIVE_UP = 64            # new structures without a replay: stop recording
 
 
 def jit(fn=None, *, validate=2):
@@ -99,6 +101,7 @@ class Jitted:
         self._entries = {}
         self._watch = _Watch()
         self._uncached = False
+        self._new_keys = 0
         self.stats = {"calls": 0, "replays": 0, "recordings": 0, "eager": 0}
         functools.update_wrapper(self, fn)
 
@@ -149,9 +152,14 @@ class Jitted:
             return self.fn(*args, **kwargs)
         entry = self._entries.get(key)
         if entry is None:
-            if len(self._entries) >= _KEYS:
+            if self._new_keys >= _GIVE_UP and not self.stats["replays"]:
+                # (every call a new structure: recording costs more than it ever saves)
                 self.stats["eager"] += 1
+                self._uncached = True
                 return self.fn(*args, **kwargs)
+            self._new_keys += 1
+            if len(self._entries) >= _KEYS:  # (the structure seen longest ago goes)
+                del self._entries[next(iter(self._entries))]
             entry = self._entries[key] = _Entry()
         if entry.program is not None:
             flat = self._replay(entry, traced)
@@ -256,8 +264,10 @@ class Jitted:
                  f"recorded, {self.stats['eager']} run without recording"]
         if self._uncached:
             lines.append("  some calls ran afresh without a key: the function reaches more "
-                         f"than {_BUDGET} values (closures, globals, objects' attributes), or "
-                         "an argument could not be compared")
+                         f"than {_BUDGET} values (closures, globals, objects' attributes), an "
+                         f"argument could not be compared, or {_GIVE_UP} calls in a row had a "
+                         "structure or closure never seen before (a value the function "
+                         "closes over changes on every call: pass it as an argument)")
         for k, e in enumerate(self._entries.values()):
             if e.program is not None:
                 state = (f"replayed ({e.replays} calls) from a program of {e.n_ops} "
@@ -454,11 +464,13 @@ class _Watch:
     read gives the same object again (and arrays the same contents), the walk would give
     the same fingerprint."""
 
-    __slots__ = ("checks", "value")
+    __slots__ = ("checks", "value", "tokens", "epoch")
 
     def __init__(self):
         self.checks = None
         self.value = None
+        self.epoch = 0
+        self.tokens = {}  # fingerprint -> a small number standing for it in keys
 
     def get(self, fn):
         checks = self.checks
@@ -469,7 +481,12 @@ class _Watch:
             _walk(fn, out, set(), 0, checks)
         except _TooMuch:
             return None  # (the caller runs the function afresh)
-        self.value, self.checks = tuple(out), checks
+        tokens = self.tokens
+        if len(tokens) >= _TOKENS:  # (a function that changes on every call)
+            tokens.clear()
+            self.epoch += 1
+        self.value = tokens.setdefault(tuple(out), (self.epoch, len(tokens)))
+        self.checks = checks
         return self.value
 
 

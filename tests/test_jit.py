@@ -955,3 +955,32 @@ def test_jit_rejects_bad_arguments():
         scg.jit(lambda x: x, validate=0)
     decorated = scg.jit(validate=1)(lambda x: x + 1.0)
     assert decorated(1.0) == 2.0
+
+
+def test_a_closure_that_changes_on_every_call_runs_afresh_and_stays_right():
+    counter = {"k": 0.0}
+
+    def f(x):
+        return np.sum(x * counter["k"])
+
+    jf = scg.jit(f)
+    x = np.array([1.0, 2.0])
+    for k in range(150):
+        counter["k"] = float(k)
+        assert jf(x) == 3.0 * k
+    assert jf.stats["replays"] == 0
+    assert jf.stats["recordings"] <= 70  # (it stops recording after 64 new structures)
+    assert "closes over changes on every call" in jf.explain()
+
+
+def test_many_structures_keep_the_latest_ones():
+    jf = scg.jit(lambda x: np.sum(x ** 2))
+    for size in range(1, 40):
+        x = np.arange(float(size))
+        for _ in range(3):
+            assert jf(x) == np.sum(x ** 2)
+    assert jf.stats["replays"] > 0
+    x = np.arange(39.0)
+    before = jf.stats["replays"]
+    jf(x)
+    assert jf.stats["replays"] == before + 1  # (the latest structure is still replayed)
