@@ -109,6 +109,8 @@ def _as_float(leaf, argnum, treedef, k):
     """A leaf to differentiate as float64 (float64 arrays are used as they are: never
     written to, so no copy is needed; _Traced passes them without this call)."""
     if isinstance(leaf, Tracer):
+        if type(leaf) is Var and leaf.dtype != _F64:  # (under scg.jit: cast, recorded)
+            return replay.pure(_to_float64, leaf)
         return leaf
     arr = np.asarray(leaf)
     if arr.dtype.kind not in "biuf":
@@ -116,6 +118,10 @@ def _as_float(leaf, argnum, treedef, k):
         raise TypeError(f"cannot differentiate argument {argnum}{path} of dtype {arr.dtype}; "
                         "differentiated arguments are floats or float arrays")
     return arr.astype(np.float64)
+
+
+def _to_float64(x):
+    return np.asarray(x, dtype=np.float64)
 
 
 def _as_python_float(value):

@@ -10,12 +10,13 @@ the function (the values its closures, defaults and globals hold, arrays by cont
 import functools
 import hashlib
 import re
+import sys
 import types
 
 import numpy as np
 
 from .core import pytree
-from .core.replay import (Miss, Var, _Recording, compile_program, generators_of,
+from .core.replay import (Var, _Recording, compile_program, generators_of,
                           restore_position, same, save_position)
 from .core.tape import THREAD, Tracer, new_level
 
@@ -110,6 +111,7 @@ class Jitted:
         if THREAD.level or THREAD.recording is not None:  # inside a transformation
             self.stats["eager"] += 1
             return self.fn(*args, **kwargs)
+        missed = None
         if not kwargs:  # the fast path: no keyword arguments, plain containers
             inputs = []
             shape_key = _arguments_key(args, inputs, [])
@@ -119,6 +121,7 @@ class Jitted:
                     flat = self._replay(entry, inputs)
                     if flat is not None:
                         return pytree.unflatten(entry.out_def, list(flat))
+                    missed = entry
         traced = []
         spec = []
         leaves, treedef = pytree.flatten_leaves((args, kwargs))
@@ -127,15 +130,13 @@ class Jitted:
             if t is np.ndarray:
                 traced.append(leaf)
                 spec.append((leaf.dtype.str, leaf.shape))
-            elif t is bool or t is np.bool_:
-                spec.append(("bool", bool(leaf)))
-            elif t is float or t is int or t is complex or isinstance(leaf, np.generic):
+            elif isinstance(leaf, np.generic) and t is not np.bool_:
                 traced.append(leaf)
                 spec.append((t,))
             elif isinstance(leaf, Tracer):
                 self.stats["eager"] += 1
                 return self.fn(*args, **kwargs)
-            else:
+            else:  # (Python numbers, bools, strings, objects: part of the key)
                 spec.append(("static", leaf))
         try:
             shape_key = _arguments_key(args, [], []) if not kwargs else None
@@ -161,7 +162,7 @@ class Jitted:
             if len(self._entries) >= _KEYS:  # (the structure seen longest ago goes)
                 del self._entries[next(iter(self._entries))]
             entry = self._entries[key] = _Entry()
-        if entry.program is not None:
+        if entry.program is not None and entry is not missed:
             flat = self._replay(entry, traced)
             if flat is not None:
                 return pytree.unflatten(entry.out_def, list(flat))
@@ -170,15 +171,20 @@ class Jitted:
             return self.fn(*args, **kwargs)
         return self._record(entry, args, kwargs, leaves, treedef)
 
+    def __get__(self, obj, objtype=None):
+        # (@scg.jit on a method: the instance is the first argument, part of the key)
+        return self if obj is None else types.MethodType(self, obj)
+
     def _replay(self, entry, inputs):
-        """The program's flat outputs, or None when a guard missed (the generators are
-        then back where they were, and nothing was updated: effects run last)."""
+        """The program's flat outputs, or None when a guard missed or an operation raised
+        (the generators are then back where they were, and nothing was updated: effects
+        run last; the call then runs afresh, which raises the error if there is one)."""
         generators = entry.generators
         if generators:
             saved = [save_position(g) for g in generators]
         try:
             flat = entry.program(*inputs)
-        except Miss:
+        except Exception:  # (Miss, or an error a fresh run raises with its own message)
             entry.misses += 1
             if generators:
                 for g, position in zip(generators, saved):
@@ -192,14 +198,16 @@ class Jitted:
         self.stats["recordings"] += 1
         entry.recordings += 1
         previous = THREAD.recording
+        reachable = _generators_reachable((self.fn, args, kwargs))
+        positions = [save_position(g) for g in reachable]
+        global_random = _global_random_position()
         with new_level() as level:
             rec = _Recording(level)
             inputs = []
             call_leaves = []
             for leaf in leaves:
                 t = type(leaf)
-                if t is np.ndarray or t is float or t is int or t is complex or (
-                        isinstance(leaf, np.generic) and t is not np.bool_):
+                if t is np.ndarray or (isinstance(leaf, np.generic) and t is not np.bool_):
                     v = rec._new(leaf)
                     inputs.append(v)
                     call_leaves.append(v)
@@ -209,18 +217,29 @@ class Jitted:
             THREAD.recording = rec
             try:
                 out = self.fn(*call_args, **call_kwargs)
-            except Exception as error:  # (the recording's fault or the function's: see below)
+            except Exception as error:
                 THREAD.recording = previous
                 rec.open = False
-                rec.restore_generators()  # (the run afresh draws what this one drew)
-                entry.failures += 1
                 entry.error = f"the recorded call raised {type(error).__name__}: {error}"
+                if not _maybe_the_recording(error):
+                    # the function's own error, raised as a run without scg.jit raises it:
+                    # the same draws, and the state updates made before it
+                    rec.run_effects()
+                    raise
+                rec.restore_generators()  # (the run afresh draws what this one drew)
+                for g, position in zip(reachable, positions):
+                    restore_position(g, position)
+                entry.failures += 1
                 if entry.failures >= 2:  # (once may be the input's fault: try again later)
                     entry.refused = entry.error
                 failed = True
             else:
-                failed = False
-                rec.run_effects()
+                failed = _opaque_result(out, rec)
+                if failed:  # (results scg cannot look into: the call runs afresh)
+                    rec.restore_generators()
+                    entry.refused = rec.invalid
+                else:
+                    rec.run_effects()
             finally:
                 THREAD.recording = previous
                 rec.close()
@@ -228,6 +247,14 @@ class Jitted:
             # run afresh: an error of the function itself is raised there as usual
             self.stats["eager"] += 1
             return self.fn(*args, **kwargs)
+        drawn = {id(g) for g, _ in rec.generators.values()}
+        for g, before in zip(reachable, positions):
+            if id(g) not in drawn and _position(g) != _same_form(before):
+                rec.refuse("the function draws from a numpy Generator itself (not through "
+                           "scg.sample): a replay would repeat its numbers")
+        if _global_random_position() != global_random:
+            rec.refuse("the function draws from numpy's global generator (np.random.*): a "
+                       "replay would repeat its numbers")
         out_leaves, out_def = pytree.flatten_leaves(out)
         for o in out_leaves:
             if isinstance(o, Tracer) and type(o) is not Var:
@@ -250,10 +277,11 @@ class Jitted:
         entry.last = signature
         entry.guards = [(kind, where) for _, kind, where in rec.guards]
         if entry.same_in_a_row >= self.validate:
-            entry.program, entry.source = compile_program(rec, inputs, out_leaves)
+            program, entry.source = compile_program(rec, inputs, out_leaves)
             entry.generators = generators_of(rec)
             entry.out_def = out_def
             entry.n_ops = len(rec.lines)
+            entry.program = program  # (last: another thread may replay it at once)
         return result
 
     def explain(self):
@@ -293,6 +321,53 @@ class Jitted:
 
     def __repr__(self):
         return f"scg.jit({getattr(self.fn, '__name__', self.fn)!r})"
+
+
+_RESULTS = (np.ndarray, np.generic, int, float, complex, str, bool, bytes, type(None))
+
+
+def _opaque_result(out, rec):
+    """Does the result hold an object scg.jit cannot look into (then it may hold recorded
+    values: the call runs afresh, and so do later ones)?"""
+    for o in pytree.flatten_leaves(out)[0]:
+        if type(o) is not Var and not isinstance(o, _RESULTS):
+            rec.refuse(f"the function returned a {type(o).__name__}, which scg.jit does not "
+                       "look into (it replays arrays, numbers, strings, and dicts, lists, "
+                       "tuples and dataclasses of them)")
+            return True
+    return False
+
+
+def _maybe_the_recording(error):
+    """Could the error come from recording rather than from the function (a numba kernel
+    or a library meeting a recorded value where it expects an array)? Then the call runs
+    afresh without recording; any other error is the function's, and is raised."""
+    return isinstance(error, (TypeError, AttributeError, NotImplementedError)) or \
+        type(error).__module__.startswith("numba")
+
+
+# ---------------------------------------------------------------- randomness outside scg
+def _generators_reachable(x):
+    """The numpy Generators a call can reach through its function and arguments."""
+    checks = []
+    try:
+        _walk(x, [], set(), 0, checks)
+    except _TooMuch:
+        pass
+    return [c[1] for c in checks if c[0] == _GENERATOR]
+
+
+def _position(g):
+    return _same_form(save_position(g))
+
+
+def _same_form(saved):
+    return saved if type(saved) is bytes else repr(saved)
+
+
+def _global_random_position():
+    state = np.random.get_state()
+    return state[2], state[1][:4].tobytes()
 
 
 # ---------------------------------------------------------------- recordings compared
@@ -415,9 +490,11 @@ def _collect(x, traced, spec):
                 return False
         spec.append(_END)
         return True
-    if t is float or t is int or t is complex:
-        traced.append(x)
-        spec.append(t)
+    if t is float:  # (by its bits: -0.0 is not 0.0)
+        spec.append((t, x.hex()))
+        return True
+    if t is int or t is complex or t is bool:  # (by value: part of the key)
+        spec.append((t, x))
         return True
     if isinstance(x, np.generic) and t is not np.bool_:
         traced.append(x)
@@ -491,12 +568,11 @@ class _Watch:
 
 
 _MISSING = object()
-_CELL, _ITEM, _LEN, _ARRAY, _ATTR, _INDEX, _LOCKED = range(7)
-# arrays above this many entries are not compared entry by entry on every call: they are
-# made read-only instead (as the tape does for the length of a gradient), and compared
-# again only if someone makes them writeable
-_LOCK_LIMIT = 1 << 16
+_CELL, _ITEM, _LEN, _ARRAY, _ATTR, _INDEX, _DIGEST, _SET, _GENERATOR = range(9)
+# arrays above this many entries are compared by a digest of their bytes
+_DIGEST_LIMIT = 1 << 16
 _BUDGET = 100_000  # values a fingerprint may visit (more: the function runs afresh)
+_ITEMS = 10_000    # items of one container (more: the function runs afresh)
 
 
 class _TooMuch(Exception):
@@ -521,9 +597,14 @@ def _unchanged(checks):
         elif kind == _ARRAY:
             if a.shape != c or a.tobytes() != b:
                 return False
-        elif kind == _LOCKED:
-            if a.flags.writeable:  # (made writeable again: it may have changed)
+        elif kind == _DIGEST:
+            if a.shape != c or _digest(a) != b:
                 return False
+        elif kind == _SET:
+            if a != b:
+                return False
+        elif kind == _GENERATOR:
+            pass
         elif kind == _ATTR:
             if getattr(a, b, _MISSING) is not c:
                 return False
@@ -535,17 +616,13 @@ def _unchanged(checks):
 def _walk(x, out, seen, depth, checks):
     t = type(x)
     if t in _ATOMS:
-        out.append(x)
+        out.append((float, x.hex()) if t is float else x)
         return
     if t is np.ndarray:
-        if x.size > _LOCK_LIMIT:
-            owner = x
-            while type(owner.base) is np.ndarray:
-                owner = owner.base
-            owner.flags.writeable = False
-            out.append((x.dtype.str, x.shape, hashlib.blake2b(memoryview(
-                np.ascontiguousarray(x)).cast("B")).digest()))
-            checks.append((_LOCKED, owner, None, None))
+        if x.size > _DIGEST_LIMIT:
+            data = _digest(x)
+            out.append((x.dtype.str, x.shape, data))
+            checks.append((_DIGEST, x, data, x.shape))
             return
         data = x.tobytes()
         out.append((x.dtype.str, x.shape, data))
@@ -554,9 +631,18 @@ def _walk(x, out, seen, depth, checks):
     if isinstance(x, np.generic):
         out.append((x.dtype.str, x.item()))
         return
-    if isinstance(x, _BY_IDENTITY) or depth > 12:
+    if isinstance(x, np.random.Generator):
+        out.append(id(x))
+        checks.append((_GENERATOR, x, None, None))
+        return
+    if isinstance(x, types.ModuleType) and _user_module(x):
+        out.append(id(x))  # (its attributes: through the names the code reads, below)
+        return
+    if isinstance(x, _BY_IDENTITY):
         out.append(id(x))
         return
+    if depth > 24:
+        raise _TooMuch
     if id(x) in seen:
         out.append(("seen", id(x)))
         return
@@ -564,13 +650,26 @@ def _walk(x, out, seen, depth, checks):
     if len(out) > _BUDGET:
         raise _TooMuch
     depth += 1
-    if t is dict:
+    if isinstance(x, dict):
+        out.append(t)
         _walk_dict(x, out, seen, depth, checks)
+        if t is not dict and hasattr(x, "__dict__"):
+            _walk_dict(vars(x), out, seen, depth, checks)
+        return
+    if t is set or t is frozenset:
+        frozen = frozenset(x)
+        out.append((t, frozen))
+        if t is set:
+            checks.append((_SET, x, frozen, None))
+        for v in frozen:
+            if type(v) not in _ATOMS:
+                _walk(v, out, seen, depth, checks)
         return
     if t is types.FunctionType:
         code = x.__code__
         out.append(code)
         checks.append((_ATTR, x, "__code__", code))
+        names = _global_names(code)
         for cell in x.__closure__ or ():
             try:
                 value = cell.cell_contents
@@ -580,19 +679,26 @@ def _walk(x, out, seen, depth, checks):
                 continue
             checks.append((_CELL, cell, None, value))
             _walk(value, out, seen, depth, checks)
+            if isinstance(value, types.ModuleType) and _user_module(value):
+                _walk_module(value, names, out, seen, depth, checks)
         for name in ("__defaults__", "__kwdefaults__"):
             value = getattr(x, name)
             checks.append((_ATTR, x, name, value))
             _walk(value, out, seen, depth, checks)
+        if x.__dict__ and "__wrapped__" not in x.__dict__:  # (attributes set on it; not
+            # the ones functools.wraps copied from the function it wraps)
+            _walk_dict(x.__dict__, out, seen, depth, checks)
         g = x.__globals__
         if g.get("__name__", "").startswith("scg."):  # (scg's own globals are its code)
             return
-        for name in _global_names(code):
+        for name in names:
             value = g.get(name, _MISSING)
             checks.append((_ITEM, g, name, value))
             if value is not _MISSING:
                 out.append(name)
                 _walk(value, out, seen, depth, checks)
+                if isinstance(value, types.ModuleType) and _user_module(value):
+                    _walk_module(value, names, out, seen, depth, checks)
         return
     if t is functools.partial:  # (its attributes are read-only)
         _walk(x.func, out, seen, depth, checks)
@@ -603,17 +709,23 @@ def _walk(x, out, seen, depth, checks):
         _walk(x.__func__, out, seen, depth, checks)
         _walk(x.__self__, out, seen, depth, checks)
         return
-    if t is tuple:
+    if isinstance(x, tuple) and not hasattr(x, "__dict__"):  # (and namedtuples)
+        if len(x) > _ITEMS:
+            raise _TooMuch
         out.append((t, len(x)))
-        for v in x[:1000]:
+        for v in x:
             _walk(v, out, seen, depth, checks)
         return
-    if t is list:
+    if isinstance(x, list):
+        if len(x) > _ITEMS:
+            raise _TooMuch
         out.append((t, len(x)))
         checks.append((_LEN, x, len(x), None))
-        for k, v in enumerate(x[:1000]):
+        for k, v in enumerate(x):
             checks.append((_INDEX, x, k, v))
             _walk(v, out, seen, depth, checks)
+        if t is not list and hasattr(x, "__dict__"):
+            _walk_dict(vars(x), out, seen, depth, checks)
         return
     if hasattr(x, "__replay_attrs__") and not isinstance(x, type):
         out.append(t)
@@ -625,17 +737,77 @@ def _walk(x, out, seen, depth, checks):
                 _walk(value, out, seen, depth, checks)
         return
     attrs = getattr(x, "__dict__", None)
-    if type(attrs) is dict and not isinstance(x, type):  # (a user's object: its attributes)
+    slots = [name for c in t.__mro__ for name in getattr(c, "__slots__", ())
+             if name not in ("__dict__", "__weakref__")]
+    if type(attrs) is dict or slots:  # (a user's object: its attributes, and its class's)
         out.append(t)
-        _walk_dict(attrs, out, seen, depth, checks)
+        if type(attrs) is dict:
+            _walk_dict(attrs, out, seen, depth, checks)
+        for name in slots:
+            value = getattr(x, name, _MISSING)
+            checks.append((_ATTR, x, name, value))
+            if value is not _MISSING:
+                out.append(name)
+                _walk(value, out, seen, depth, checks)
+        if _user_module_name(t.__module__):
+            _walk_class(t, out, seen, depth, checks)
         return
     out.append(id(x))
 
 
+def _walk_module(module, names, out, seen, depth, checks):
+    """The attributes of a user's module (of settings) that the code reads by name."""
+    attrs = vars(module)
+    for attr in names:
+        value = attrs.get(attr, _MISSING)
+        if value is not _MISSING or attr in names:
+            checks.append((_ITEM, attrs, attr, value))
+        if value is not _MISSING:
+            out.append(attr)
+            _walk(value, out, seen, depth, checks)
+
+
+def _walk_class(cls, out, seen, depth, checks):
+    """The data attributes of a user's class (class-level settings), not its methods."""
+    for c in cls.__mro__[:-1]:
+        if id(c) in seen or not _user_module_name(c.__module__):
+            continue
+        seen.add(id(c))
+        attrs = c.__dict__
+        for name, value in attrs.items():
+            if name.startswith("__") or callable(value) or isinstance(
+                    value, (property, staticmethod, classmethod)):
+                continue
+            checks.append((_ITEM, attrs, name, value))
+            out.append(name)
+            _walk(value, out, seen, depth, checks)
+
+
+def _user_module_name(name):
+    root = (name or "").split(".")[0]
+    return root not in _LIBRARIES and root not in sys.stdlib_module_names
+
+
+def _user_module(module):
+    return _user_module_name(module.__name__) and "site-packages" not in str(
+        getattr(module, "__file__", ""))
+
+
+_LIBRARIES = frozenset(["scg", "numpy", "numba", "scipy", "networkx", "torch", "jax",
+                        "dask", "distributed", "tqdm", "matplotlib", "pandas", "builtins",
+                        "pytest", "_pytest"])
+
+
+def _digest(a):
+    return hashlib.blake2b(memoryview(np.ascontiguousarray(a)).cast("B")).digest()
+
+
 def _walk_dict(x, out, seen, depth, checks):
+    if len(x) > _ITEMS:
+        raise _TooMuch
     out.append((dict, len(x)))
     checks.append((_LEN, x, len(x), None))
-    for k, v in list(x.items())[:1000]:
+    for k, v in list(x.items()):
         out.append(k if type(k) in _ATOMS else id(k))
         checks.append((_ITEM, x, k, v))
         if type(v) in _ATOMS:

@@ -27,6 +27,7 @@ Code that cannot be expressed this way marks the recording `invalid` with the re
 """
 
 import itertools
+import operator
 
 import numpy as np
 
@@ -58,15 +59,20 @@ class _Recording:
         self.n_slots = 0
         self.open = True
         self._const_ids = {}
+        self._keep = []
+        self.errstate = np.geterr()
 
     # ------------------------------------------------------------ names in the source
     def const(self, x):
         """The name of a constant argument: compared by value between recordings."""
         key = id(x)
         name = self._const_ids.get(key)
-        if name is None:
-            name = self._const_ids[key] = f"c{len(self.consts)}"
-            self.consts.append(x)
+        if name is None or type(x) is np.ndarray:  # (an array may change between uses)
+            name = f"c{len(self.consts)}"
+            self.consts.append(_frozen(x))
+            if type(x) is not np.ndarray:
+                self._const_ids[key] = name
+                self._keep.append(x)  # (so that its id is not reused while recording)
         return name
 
     def ref(self, x):
@@ -82,9 +88,11 @@ class _Recording:
         if t is Var:
             if a.rec is self:
                 return f"v{a.slot}"
-            raise ValueError("a value recorded by another scg.jit call was used here: "
-                             "a value computed inside a jitted function cannot be kept "
-                             "and reused outside it")
+            if not a.rec.open:  # (kept from an earlier call: its value, like any constant)
+                return self.const(a.concrete)
+            raise ValueError("a value recorded by another scg.jit call was used here: a "
+                             "jitted function called inside another one's recording shares "
+                             "no values with it")
         if t is tuple or t is list:
             if not any(_holds_var(x) for x in a):
                 return self.const(a)
@@ -114,11 +122,16 @@ class _Recording:
         return v
 
     # ------------------------------------------------------------ recording
-    def apply(self, fn, args, kwargs, source=False):
+    def apply(self, fn, args, kwargs, source=False, guard_shape=False):
         """Record fn(*args, **kwargs) and return its value, with Vars for Var results.
 
         Without `source`, a call whose arguments hold no Var is computed and its value
-        returned as a constant; a source is always recorded (random numbers, state)."""
+        returned as a constant; a source is always recorded (random numbers, state).
+        `guard_shape`: the result's shape may depend on values (a boolean mask, a size
+        or an axis given by a value): replays check it."""
+        if np.geterr() != self.errstate:
+            self.refuse("numpy's error handling was changed inside the call (np.errstate or "
+                        "np.seterr): a replay would run under the caller's")
         raw = [_concrete(a) for a in args]
         kw = {k: _concrete(v) for k, v in kwargs.items()} if kwargs else {}
         if self.written and any(type(a) is Ref and id(a.obj) in self.written for a in args):
@@ -142,10 +155,16 @@ class _Recording:
             outs = tuple(self._new(x) for x in ans)
             targets = "".join(f"v{o.slot}, " for o in outs)
             self.lines.append(f"{targets}= {call}({', '.join(parts)})")
-            return outs
-        out = self._new(ans)
-        self.lines.append(f"v{out.slot} = {call}({', '.join(parts)})")
-        return out
+        else:
+            outs = (self._new(ans),)
+            self.lines.append(f"v{outs[0].slot} = {call}({', '.join(parts)})")
+        if guard_shape:
+            for o in outs:
+                self.lines.append(f"if shape(v{o.slot}) != {np.shape(o.concrete)!r}: "
+                                  f"raise Miss({len(self.guards)})")
+                self.guards.append((len(self.lines), "read", "the shape of a value that "
+                                    "depends on values (a mask, an index, a size or an axis)"))
+        return outs if type(ans) is tuple else outs[0]
 
     def guard(self, var, kind, where):
         """Record that this call read `var` as a Python value; return the value."""
@@ -209,6 +228,8 @@ class _Recording:
 
 
 _PLAIN_CONSTANTS = (int, float, bool, str, complex)
+# primitives whose result's shape may depend on the values of their arguments
+_VALUE_SHAPED = frozenset(["getitem", "gather", "take", "take_along_axis"])
 _new_var = object.__new__
 
 
@@ -246,16 +267,34 @@ def _same_view(a, b):
                                     b.__array_interface__["data"][0])
 
 
+def _frozen(x):
+    """A constant as the program keeps it: an array anyone could still change in place is
+    copied (the function may change its own buffer after using it)."""
+    if type(x) is not np.ndarray:
+        return x
+    owner = x
+    while True:
+        if owner.flags.writeable:
+            return x.copy()
+        if type(owner.base) is not np.ndarray:
+            return x
+        owner = owner.base
+
+
 def _snapshot(value):
     return value.copy() if type(value) is np.ndarray else value
 
 
 def same(a, b):
     """Are two concrete values equal for a guard (same shape, dtype kind and entries)?"""
-    if type(a) is np.ndarray or type(b) is np.ndarray:
+    if type(a) is np.ndarray or type(b) is np.ndarray or isinstance(a, np.generic):
         a, b = np.asarray(a), np.asarray(b)
-        return a.shape == b.shape and a.dtype == b.dtype and bool(np.array_equal(a, b))
-    return type(a) is type(b) and (a == b or (a != a and b != b))
+        return a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
+    if type(a) is not type(b):
+        return False
+    if type(a) is float:  # (bit for bit: -0.0 is not 0.0, nan is nan)
+        return np.float64(a).tobytes() == np.float64(b).tobytes()
+    return a == b
 
 
 class Ref:
@@ -283,13 +322,22 @@ class Var(Tracer):
 
     @staticmethod
     def process(prim, args, kwargs, level):
+        rec = None
+        nested = False  # a Var inside a tuple (an index, a shape) or a keyword (an axis)
         for a in args:
             if type(a) is Var and a.level == level:
-                return a.rec.apply(prim.fn, args, kwargs)
-        for a in args:  # (a Var inside an index tuple)
-            if _holds_var(a):
-                return _first_var(a).rec.apply(prim.fn, args, kwargs)
-        raise AssertionError("Var.process without a Var")  # pragma: no cover
+                rec = a.rec
+            elif (type(a) is tuple or type(a) is list) and _holds_var(a):
+                nested = True
+                rec = rec or _first_var(a).rec
+        if kwargs and any(_holds_var(v) for v in kwargs.values()):
+            nested = True
+        if rec is None or not rec.open or THREAD.recording is not rec:
+            # a value kept from a finished recording (or another thread's): computed as it is
+            return prim.fn(*[_concrete(a) for a in args],
+                           **{k: _concrete(v) for k, v in kwargs.items()})
+        return rec.apply(prim.fn, args, kwargs,
+                         guard_shape=nested or prim.name in _VALUE_SHAPED)
 
     @property
     def value(self):
@@ -321,7 +369,47 @@ class Var(Tracer):
         return int(self.read("it was converted with int()"))
 
     def __index__(self):
-        return int(np.asarray(self.read("it was used as an index or a size")))
+        return operator.index(self.read("it was used as an index or a size"))
+
+    def __hash__(self):
+        return hash(self.read("it was hashed (a dict key, a set member)"))
+
+    def __str__(self):
+        return str(self.read("it was converted to text"))
+
+    def __format__(self, spec):
+        return format(self.read("it was formatted as text"), spec)
+
+    def _in_place(self, op, other):
+        """x op= y on a recorded value: done on the array itself, as without scg.jit, and
+        the recording is not replayed (a replay cannot change the caller's array)."""
+        value = self.concrete
+        if type(value) is np.ndarray:
+            if self.rec.open:
+                self.rec.refuse("a value was changed in place (x -= ..., x[i] = ...): a "
+                                "replay cannot change the caller's array")
+            op(value, _concrete(other), out=value)
+            return self
+        return getattr(self, f"__{op.__name__}__")(other)
+
+    def __iadd__(self, other):
+        return self._in_place(np.add, other)
+
+    def __isub__(self, other):
+        return self._in_place(np.subtract, other)
+
+    def __imul__(self, other):
+        return self._in_place(np.multiply, other)
+
+    def __itruediv__(self, other):
+        return self._in_place(np.true_divide, other)
+
+    def __setitem__(self, index, other):
+        value = self.concrete
+        if self.rec.open:
+            self.rec.refuse("a value was changed in place (x[i] = ...): a replay cannot "
+                            "change the caller's array")
+        value[_concrete(index)] = _concrete(other)
 
     def __array__(self, dtype=None, copy=None):
         value = np.asarray(self.read("it became a plain numpy array"))
@@ -340,7 +428,7 @@ class Var(Tracer):
         return self.rec.apply(_copy, (self,), None)
 
     def __repr__(self):
-        return f"Var(v{self.slot}, {self.concrete!r})"
+        return repr(self.read("it was converted to text"))
 
 
 def _astype(x, dtype):
@@ -571,7 +659,7 @@ def compile_program(rec, inputs, outputs):
     lines = [f"def {name}({args}):"] + [f"    {line}" for line in _live(body, out_exprs)]
     lines.append(f"    return ({''.join(e + ', ' for e in out_exprs)})")
     source = "\n".join(lines)
-    namespace = {"Miss": Miss, "same": same, "copy": _copy}
+    namespace = {"Miss": Miss, "same": same, "copy": _copy, "shape": np.shape}
     namespace.update({f"c{k}": c for k, c in enumerate(rec.consts)})
     namespace.update({f"r{k}": r for k, r in enumerate(rec.refs)})
     exec(compile(source, f"<scg.jit {name}>", "exec"), namespace)

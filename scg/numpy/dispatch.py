@@ -150,7 +150,7 @@ def _einsum(*args, **kw):
 def _read(x):
     """The plain value of x (under scg.jit, read as a Python value: a guard)."""
     x = strip(x)
-    return x.read(f"{x!r} was inspected by a numpy function") if isinstance(x, Tracer) else x
+    return x.read("it was inspected by a numpy function") if isinstance(x, Tracer) else x
 
 
 def _inspect(fn):
@@ -216,7 +216,24 @@ def _no_rule(name, value=None):
         "input to drop the derivative deliberately")
 
 
+def _read_all(x):
+    t = type(x)
+    if t is tuple or t is list:
+        return t(_read_all(v) for v in x)
+    if t is dict:
+        return {k: _read_all(v) for k, v in x.items()}
+    return _read(x) if isinstance(x, Tracer) else x
+
+
+def _outside_rules(self, fn, args, kwargs):
+    """A numpy function without a rule met a recorded value of scg.jit (and no value being
+    differentiated): it runs on the values, which the recording reads (a guard)."""
+    return fn(*_read_all(args), **_read_all(kwargs))
+
+
 def array_ufunc(self, ufunc, method, *inputs, **kwargs):
+    if self.floor and (method != "__call__" or ufunc not in UFUNCS or kwargs):
+        return _outside_rules(self, getattr(ufunc, method), inputs, kwargs)
     if method != "__call__":
         raise _no_rule(f"np.{ufunc.__name__}.{method}", self)
     impl = UFUNCS.get(ufunc)
@@ -230,6 +247,8 @@ def array_ufunc(self, ufunc, method, *inputs, **kwargs):
 def array_function(self, func, types, args, kwargs):
     impl = FUNCTIONS.get(func)
     if impl is None:
+        if self.floor:
+            return _outside_rules(self, func, args, kwargs)
         raise _no_rule(f"np.{func.__name__}", self)
     return impl(*args, **kwargs)
 

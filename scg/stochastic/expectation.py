@@ -77,7 +77,7 @@ class Expectation:
         # Under any transformation the surrogate is built: the differentiated values may
         # reach the model through its arguments, closures, functools.partial or objects
         # that scg cannot look into, and the surrogate is right in every case.
-        traced = wrap_args is not None or current_level() > 0
+        traced = wrap_args is not None or current_level() > replay.floor()
         if traced:
             def build(t):
                 return surrogate(t, self._baseline_state, self._baselines_checked)
@@ -199,7 +199,11 @@ def _warn_if_history_lost(E, site, baseline):
 def _plain_mean(trace):
     """The Monte Carlo estimate when nothing is differentiated: the mean total cost."""
     total = sum(trace.costs.values()) if trace.cost_sites else np.zeros(trace.n)
-    return float(np.mean(total)), []
+    return replay.pure(_mean_as_float, total), []  # (under scg.jit: recorded)
+
+
+def _mean_as_float(total):
+    return float(np.mean(total))
 
 
 def _check_estimators(estimators):

@@ -198,11 +198,11 @@ class Trace:
                 out[name] = value.reshape(self.copies.count, self.n).sum(axis=0)
             return out
         for name, c in self.cost_sites.items():
-            raw = np.asarray(strip(c.value), dtype=float)
+            raw = replay.asarray(c.value, dtype=float)
             if isinstance(c.value, PerSample):
-                out[name] = raw.reshape(self.n, -1).sum(axis=1)
+                out[name] = np.sum(np.reshape(raw, (self.n, -1)), axis=1)
             else:
-                out[name] = np.full(self.n, raw.sum())
+                out[name] = np.sum(raw) * np.ones(self.n)
         return out
 
     @property
