@@ -29,23 +29,26 @@ _GIVE_UP = 64            # new structures without a replay: stop recording
 def jit(fn=None, *, validate=2):
     """Return `fn` compiled by recording: later calls of the same structure replay it.
 
-    The first calls run `fn` as usual while recording every operation on its numeric
+    The first calls run `fn` as usual while recording every operation on its array
     arguments (the model, its sampling sites and surrogate, the backward pass of
     `scg.grad`, an optimizer's update) as straight-line code. Once `validate` successive
     recordings of one structure are identical, later calls with that structure run the
-    recorded code instead: the same numbers as a fresh run (the same random numbers from
-    the same generators, the same baseline updates), without the Python bookkeeping.
+    recorded code instead: the numbers of a fresh run (the same random numbers from the
+    same generators, the same baseline updates, the same checks; a gradient may differ
+    in its last bit), without the Python bookkeeping.
 
     A new recording is made, never a stale one replayed, when: the arguments' structure,
-    dtypes or shapes change; a bool or string argument changes; a value the function
-    closes over, a default or a global it reads changes (arrays by content); a value was
-    read as a Python value during the recording (`if x > 0`, `float(x)`, `range(n)`) and
-    reads differently now. Code that cannot be replayed (see `explain()`) runs afresh on
-    every call.
+    dtypes or shapes change; a Python number, bool or string argument changes; a value
+    the function closes over, a default, a global or an object's attribute it reads
+    changes (arrays by content); a value was read as a Python value during the recording
+    (`if x > 0`, `float(x)`, `range(n)`) or a shape depended on values, and reads
+    differently now. Code that cannot be replayed safely (random numbers drawn outside
+    `scg.sample`, in-place changes, see `explain()` and docs/performance.md) runs afresh.
 
     Args:
-        fn: the function; its positional and keyword arguments are pytrees of arrays and
-            numbers (traced), bools, strings and None (part of the structure).
+        fn: the function; its positional and keyword arguments are pytrees whose arrays
+            and numpy scalars are the recorded inputs; Python numbers, bools, strings and
+            other objects are part of the key.
         validate: identical recordings needed before replaying (2: a value that changes
             between calls but was recorded as a constant is caught before any replay).
 
