@@ -38,7 +38,8 @@ TARGET, LR, DECAY = 3.0, 1e-3, 0.9
 
 
 # ---------------------------------------------------------------- scg
-def scg_runner(batch, steps, init):
+def scg_model():
+    """The policy's model (a new estimator object, hence a new baseline, per runner)."""
     state_x = np.ones(1)
     est = scg.Score(scg.baselines.MovingAverage(DECAY))
 
@@ -46,6 +47,11 @@ def scg_runner(batch, steps, init):
         mu, std = scg.nn.mlp(params, state_x, final=scg.softplus)
         a = scg.sample("a", scg.Normal(mu, std), estimator=est)
         return (TARGET - a) ** 2
+    return model, state_x
+
+
+def scg_runner(batch, steps, init):
+    model, state_x = scg_model()
 
     def run(seed, steps=steps):
         E = scg.expectation(model, n=batch, seed=seed)
@@ -65,13 +71,7 @@ def scg_runner(batch, steps, init):
 def scg_jit_runner(batch, steps, init):
     """The scg program with the whole step (gradient and Adam) under scg.jit. The first
     calls record it (`record_s`: the time of the calls before the first replay)."""
-    state_x = np.ones(1)
-    est = scg.Score(scg.baselines.MovingAverage(DECAY))
-
-    def model(params):
-        mu, std = scg.nn.mlp(params, state_x, final=scg.softplus)
-        a = scg.sample("a", scg.Normal(mu, std), estimator=est)
-        return (TARGET - a) ** 2
+    model, state_x = scg_model()
 
     def make(seed):
         vg = scg.value_and_grad(scg.expectation(model, n=batch, seed=seed))
