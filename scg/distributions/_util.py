@@ -13,7 +13,7 @@ def plain(x):
 
 
 def _all_true(x):
-    return bool(np.all(x))
+    return bool(x.all() if type(x) is np.ndarray else np.all(x))
 
 
 def is_count(k):

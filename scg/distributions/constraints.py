@@ -6,6 +6,7 @@ constraints pickle as references to themselves (see `pickle_by_name`).
 """
 
 import importlib
+import math
 
 import numpy as np
 
@@ -31,9 +32,12 @@ class Constraint:
 
     def holds(self, value):
         """Does every entry of value satisfy the constraint?"""
-        if type(value) is np.float64 and type(self).check is Constraint.check and \
-                not self.event_dim:  # (one number: without the array checks)
-            return value == value and bool(self._check(value))
+        if type(self).check is Constraint.check and not self.event_dim:
+            if type(value) is np.float64:  # (one number: without the array checks)
+                return value == value and bool(self._check(value))
+            if self._check is _finite and type(value) is np.ndarray and \
+                    value.dtype == np.float64 and math.isfinite(np.add.reduce(value, None)):
+                return True  # (a finite sum: every entry is finite)
         return bool(np.all(self.check(value)))
 
     def __repr__(self):

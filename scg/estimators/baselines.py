@@ -81,14 +81,15 @@ class LeaveOneOut(Baseline):
         return (np.sum(q, axis=0, keepdims=True) - q) / (n - 1)
 
     def advantage(self, q, state):
-        self._check(q)
+        n = q.shape[0]
+        if n < 2:
+            self._check(q)
         fast = loo_advantage(q)  # many draws: one pass over the threads after the sum
         if fast is not None:
             return fast
         # q - (sum - q) / (n - 1) = (n q - sum) / (n - 1), in two passes
-        n = q.shape[0]
         a = q * (n / (n - 1))
-        a -= np.sum(q, axis=0, keepdims=True) / (n - 1)
+        a -= np.add.reduce(q, axis=0, keepdims=True) / (n - 1)  # (np.sum minus its wrapper)
         return a
 
     def describe(self):
