@@ -1,0 +1,333 @@
+"""Fingerprints of functions: everything a call depends on besides its arguments.
+
+`scg.jit` keys its recordings by the structure of a call's arguments and by the
+fingerprint of its function: the values the function closes over, its defaults, the
+globals and module settings it reads, recursively through functions, partials, bound
+methods, containers and objects' attributes (arrays by content). A `Watch` keeps the
+reads a fingerprint was made of, so that on the next call it is computed again only if
+one of them gives something else.
+"""
+
+import functools
+import hashlib
+import sys
+import types
+
+import numpy as np
+
+_ATOMS = (int, float, bool, str, bytes, complex, type(None))
+_BY_IDENTITY = (type, types.ModuleType, types.BuiltinFunctionType, np.ufunc)
+
+
+def fingerprint(x):
+    """A hashable summary of everything `x` makes a call depend on, besides its arguments:
+    the values a function closes over, its defaults and the globals it reads, recursively
+    through the functions, partials, bound methods, containers and objects it holds
+    (objects by their attributes, or the ones their `__replay_attrs__` name); arrays by
+    content; modules, classes, builtins and objects without attributes by identity."""
+    out = []
+    _walk(x, out, set(), 0, [])
+    return tuple(out)
+
+
+class Watch:
+    """The fingerprint of a function, computed again only when something it was made of
+    changed: `checks` are the reads the walk made (a closure cell, a global, an attribute,
+    a container's item and length, an array's contents), each with what it gave; if every
+    read gives the same object again (and arrays the same contents), the walk would give
+    the same fingerprint."""
+
+    __slots__ = ("checks", "value", "tokens", "epoch")
+
+    def __init__(self):
+        self.checks = None
+        self.value = None
+        self.epoch = 0
+        self.tokens = {}  # fingerprint -> a small number standing for it in keys
+
+    def get(self, fn):
+        checks = self.checks
+        if checks is not None and _unchanged(checks):
+            return self.value
+        out, checks = [], []
+        try:
+            _walk(fn, out, set(), 0, checks)
+        except TooMuch:
+            return None  # (the caller runs the function afresh)
+        tokens = self.tokens
+        if len(tokens) >= _TOKENS:  # (a function that changes on every call)
+            tokens.clear()
+            self.epoch += 1
+        self.value = tokens.setdefault(tuple(out), (self.epoch, len(tokens)))
+        self.checks = checks
+        return self.value
+
+
+_TOKENS = 256  # fingerprints a Watch remembers (a function that changes on every call)
+_MISSING = object()
+_CELL, _ITEM, _LEN, _ARRAY, _ATTR, _INDEX, _DIGEST, _SET, _GENERATOR = range(9)
+# arrays above this many entries are compared by a digest of their bytes
+_DIGEST_LIMIT = 1 << 16
+BUDGET = 100_000  # values a fingerprint may visit (more: the function runs afresh)
+_ITEMS = 10_000    # items of one container (more: the function runs afresh)
+
+
+class TooMuch(Exception):
+    pass
+
+
+def _unchanged(checks):
+    for kind, a, b, c in checks:
+        if kind == _ITEM:
+            if a.get(b, _MISSING) is not c:
+                return False
+        elif kind == _CELL:
+            try:
+                if a.cell_contents is not c:
+                    return False
+            except ValueError:  # (an empty cell)
+                if c is not _MISSING:
+                    return False
+        elif kind == _LEN:
+            if len(a) != b:
+                return False
+        elif kind == _ARRAY:
+            if a.shape != c or a.tobytes() != b:
+                return False
+        elif kind == _DIGEST:
+            if a.shape != c or _digest(a) != b:
+                return False
+        elif kind == _SET:
+            if a != b:
+                return False
+        elif kind == _GENERATOR:
+            pass
+        elif kind == _ATTR:
+            if getattr(a, b, _MISSING) is not c:
+                return False
+        elif a[b] is not c:  # _INDEX (after the list's _LEN)
+            return False
+    return True
+
+
+def _walk(x, out, seen, depth, checks):
+    t = type(x)
+    if t in _ATOMS:
+        out.append((float, x.hex()) if t is float else x)
+        return
+    if t is np.ndarray:
+        if x.size > _DIGEST_LIMIT:
+            data = _digest(x)
+            out.append((x.dtype.str, x.shape, data))
+            checks.append((_DIGEST, x, data, x.shape))
+            return
+        data = x.tobytes()
+        out.append((x.dtype.str, x.shape, data))
+        checks.append((_ARRAY, x, data, x.shape))
+        return
+    if isinstance(x, np.generic):
+        out.append((x.dtype.str, x.item()))
+        return
+    if isinstance(x, np.random.Generator):
+        out.append(id(x))
+        checks.append((_GENERATOR, x, None, None))
+        return
+    if isinstance(x, types.ModuleType) and _user_module(x):
+        out.append(id(x))  # (its attributes: through the names the code reads, below)
+        return
+    if isinstance(x, _BY_IDENTITY):
+        out.append(id(x))
+        return
+    if depth > 24:
+        raise TooMuch
+    if id(x) in seen:
+        out.append(("seen", id(x)))
+        return
+    seen.add(id(x))
+    if len(out) > BUDGET:
+        raise TooMuch
+    depth += 1
+    if isinstance(x, dict):
+        out.append(t)
+        _walk_dict(x, out, seen, depth, checks)
+        if t is not dict and hasattr(x, "__dict__"):
+            _walk_dict(vars(x), out, seen, depth, checks)
+        return
+    if t is set or t is frozenset:
+        frozen = frozenset(x)
+        out.append((t, frozen))
+        if t is set:
+            checks.append((_SET, x, frozen, None))
+        for v in frozen:
+            if type(v) not in _ATOMS:
+                _walk(v, out, seen, depth, checks)
+        return
+    if t is types.FunctionType:
+        code = x.__code__
+        out.append(code)
+        checks.append((_ATTR, x, "__code__", code))
+        names = _global_names(code)
+        for cell in x.__closure__ or ():
+            try:
+                value = cell.cell_contents
+            except ValueError:  # (an empty cell: a name not yet assigned)
+                out.append("empty")
+                checks.append((_CELL, cell, None, _MISSING))
+                continue
+            checks.append((_CELL, cell, None, value))
+            _walk(value, out, seen, depth, checks)
+            if isinstance(value, types.ModuleType) and _user_module(value):
+                _walk_module(value, names, out, seen, depth, checks)
+        for name in ("__defaults__", "__kwdefaults__"):
+            value = getattr(x, name)
+            checks.append((_ATTR, x, name, value))
+            _walk(value, out, seen, depth, checks)
+        if x.__dict__ and "__wrapped__" not in x.__dict__:  # (attributes set on it; not
+            # the ones functools.wraps copied from the function it wraps)
+            _walk_dict(x.__dict__, out, seen, depth, checks)
+        g = x.__globals__
+        if g.get("__name__", "").startswith("scg."):  # (scg's own globals are its code)
+            return
+        for name in names:
+            value = g.get(name, _MISSING)
+            checks.append((_ITEM, g, name, value))
+            if value is not _MISSING:
+                out.append(name)
+                _walk(value, out, seen, depth, checks)
+                if isinstance(value, types.ModuleType) and _user_module(value):
+                    _walk_module(value, names, out, seen, depth, checks)
+        return
+    if t is functools.partial:  # (its attributes are read-only)
+        _walk(x.func, out, seen, depth, checks)
+        _walk(x.args, out, seen, depth, checks)
+        _walk(x.keywords, out, seen, depth, checks)
+        return
+    if t is types.MethodType:
+        _walk(x.__func__, out, seen, depth, checks)
+        _walk(x.__self__, out, seen, depth, checks)
+        return
+    if isinstance(x, tuple) and not hasattr(x, "__dict__"):  # (and namedtuples)
+        if len(x) > _ITEMS:
+            raise TooMuch
+        out.append((t, len(x)))
+        for v in x:
+            _walk(v, out, seen, depth, checks)
+        return
+    if isinstance(x, list):
+        if len(x) > _ITEMS:
+            raise TooMuch
+        out.append((t, len(x)))
+        checks.append((_LEN, x, len(x), None))
+        for k, v in enumerate(x):
+            checks.append((_INDEX, x, k, v))
+            _walk(v, out, seen, depth, checks)
+        if t is not list and hasattr(x, "__dict__"):
+            _walk_dict(vars(x), out, seen, depth, checks)
+        return
+    if hasattr(x, "__replay_attrs__") and not isinstance(x, type):
+        out.append(t)
+        attrs = vars(x)
+        for name in x.__replay_attrs__:
+            value = attrs.get(name, _MISSING)
+            checks.append((_ITEM, attrs, name, value))
+            if value is not _MISSING:
+                _walk(value, out, seen, depth, checks)
+        return
+    attrs = getattr(x, "__dict__", None)
+    slots = [name for c in t.__mro__ for name in getattr(c, "__slots__", ())
+             if name not in ("__dict__", "__weakref__")]
+    if type(attrs) is dict or slots:  # (a user's object: its attributes, and its class's)
+        out.append(t)
+        if type(attrs) is dict:
+            _walk_dict(attrs, out, seen, depth, checks)
+        for name in slots:
+            value = getattr(x, name, _MISSING)
+            checks.append((_ATTR, x, name, value))
+            if value is not _MISSING:
+                out.append(name)
+                _walk(value, out, seen, depth, checks)
+        if _user_module_name(t.__module__):
+            _walk_class(t, out, seen, depth, checks)
+        return
+    out.append(id(x))
+
+
+def _walk_module(module, names, out, seen, depth, checks):
+    """The attributes of a user's module (of settings) that the code reads by name."""
+    attrs = vars(module)
+    for attr in names:
+        value = attrs.get(attr, _MISSING)
+        if value is not _MISSING or attr in names:
+            checks.append((_ITEM, attrs, attr, value))
+        if value is not _MISSING:
+            out.append(attr)
+            _walk(value, out, seen, depth, checks)
+
+
+def _walk_class(cls, out, seen, depth, checks):
+    """The data attributes of a user's class (class-level settings), not its methods."""
+    for c in cls.__mro__[:-1]:
+        if id(c) in seen or not _user_module_name(c.__module__):
+            continue
+        seen.add(id(c))
+        attrs = c.__dict__
+        for name, value in attrs.items():
+            if name.startswith("__") or callable(value) or isinstance(
+                    value, (property, staticmethod, classmethod)):
+                continue
+            checks.append((_ITEM, attrs, name, value))
+            out.append(name)
+            _walk(value, out, seen, depth, checks)
+
+
+def _user_module_name(name):
+    root = (name or "").split(".")[0]
+    return root not in _LIBRARIES and root not in sys.stdlib_module_names
+
+
+def _user_module(module):
+    return _user_module_name(module.__name__) and "site-packages" not in str(
+        getattr(module, "__file__", ""))
+
+
+_LIBRARIES = frozenset(["scg", "numpy", "numba", "scipy", "networkx", "torch", "jax",
+                        "dask", "distributed", "tqdm", "matplotlib", "pandas", "builtins",
+                        "pytest", "_pytest"])
+
+
+def _digest(a):
+    return hashlib.blake2b(memoryview(np.ascontiguousarray(a)).cast("B")).digest()
+
+
+def _walk_dict(x, out, seen, depth, checks):
+    if len(x) > _ITEMS:
+        raise TooMuch
+    out.append((dict, len(x)))
+    checks.append((_LEN, x, len(x), None))
+    for k, v in list(x.items()):
+        out.append(k if type(k) in _ATOMS else id(k))
+        checks.append((_ITEM, x, k, v))
+        if type(v) in _ATOMS:
+            out.append(v)
+        else:
+            _walk(v, out, seen, depth, checks)
+
+
+@functools.lru_cache(maxsize=4096)
+def _global_names(code):
+    """The global names a code object (and the code of its nested functions) loads."""
+    names = list(code.co_names)
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            names += _global_names(c)
+    return tuple(dict.fromkeys(names))
+
+
+def generators_reachable(x):
+    """The numpy Generators a call can reach through its function and arguments."""
+    checks = []
+    try:
+        _walk(x, [], set(), 0, checks)
+    except TooMuch:
+        pass
+    return [c[1] for c in checks if c[0] == _GENERATOR]
