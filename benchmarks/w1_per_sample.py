@@ -1,9 +1,12 @@
 """W1: per-sample gradients of the worked example (x ~ N(2, 1), f = x^2), for mu and sigma.
 
-Three systems, measured interleaved in one run, median of --repeat runs:
+Five systems, measured interleaved in one run, median of --repeat runs:
   scg        scg.grad_samples of a model with the estimator set at the site
   torch      PyTorch eager, float64, one parameter copy per draw, then backward
+  numpy      noise drawn with numpy, the per-draw gradients in plain numpy expressions
   reference  noise drawn with numpy, every estimate in one hand-fused numba loop
+  ref_nb     the reference with its noise drawn as scg draws it: numba's implementation
+             of numpy's Generator (the same numbers, about three times faster)
 
 Peak memory is measured per system in a fresh subprocess: the high-water mark of the
 resident set (VmHWM, reset just before the measured call) minus the resident set then.
@@ -65,6 +68,31 @@ def torch_runner(estimator, n):
     return run
 
 
+# ---------------------------------------------------------------- numpy
+def numpy_runner(estimator, n):
+    """The per-draw gradients as a user writes them in numpy: whole-array expressions
+    (numpy reuses the temporaries of a chained expression in place)."""
+    rng = np.random.default_rng(0)
+
+    def run():
+        eps = rng.standard_normal(n)
+        x = MU + SIGMA * eps
+        if estimator == "pathwise":
+            # d(x^2)/dmu = 2x, d(x^2)/dsigma = 2x eps along x = mu + sigma eps
+            g_mu = 2 * x
+            g_sigma = 2 * x * eps
+        else:
+            # f times the scores of N(mu, sigma): (x - mu) / sigma^2 and
+            # ((x - mu)^2 - sigma^2) / sigma^3
+            f = x ** 2
+            if estimator == "loo":
+                f = f - (f.sum() - f) / (n - 1)
+            g_mu = f * (x - MU) / SIGMA ** 2
+            g_sigma = f * ((x - MU) ** 2 - SIGMA ** 2) / SIGMA ** 3
+        return g_mu, g_sigma
+    return run
+
+
 # ---------------------------------------------------------------- reference
 @njit(cache=True)
 def _fused(eps, mu, sigma, estimator, g_mu, g_sigma):
@@ -100,7 +128,27 @@ def reference_runner(estimator, n):
     return run
 
 
-RUNNERS = {"scg": scg_runner, "torch": torch_runner, "reference": reference_runner}
+@njit(cache=True)
+def _standard_normal(rng, out):
+    for i in range(out.shape[0]):
+        out[i] = rng.standard_normal()
+
+
+def reference_nb_runner(estimator, n):
+    rng = np.random.default_rng(0)
+    code = ESTIMATORS.index(estimator)
+
+    def run():
+        eps = np.empty(n)
+        _standard_normal(rng, eps)  # (numpy's numbers: rng.standard_normal(n))
+        g_mu, g_sigma = np.empty(n), np.empty(n)
+        _fused(eps, MU, SIGMA, code, g_mu, g_sigma)
+        return g_mu, g_sigma
+    return run
+
+
+RUNNERS = {"scg": scg_runner, "torch": torch_runner, "numpy": numpy_runner,
+           "reference": reference_runner, "ref_nb": reference_nb_runner}
 
 
 def available():
@@ -109,7 +157,7 @@ def available():
         return list(RUNNERS)
     except ImportError:
         print("torch is not installed: skipping it (pip install -e '.[bench]')")
-        return ["scg", "reference"]
+        return ["scg", "numpy", "reference", "ref_nb"]
 
 
 def _status_kb(field):
@@ -151,7 +199,8 @@ def main():
     systems = available()
     print(f"numpy {np.__version__}; threads: torch default ({_torch_threads()})")
     print(f"{'n':>10} {'estimator':<10}" + "".join(f"{s + ' s':>12}" for s in systems) +
-          f"{'torch/scg':>11}{'scg/ref':>9}" + "".join(f"{s + ' MB':>12}" for s in systems))
+          f"{'torch/scg':>11}{'numpy/scg':>11}{'scg/ref':>9}{'scg/ref_nb':>11}" +
+          "".join(f"{s + ' MB':>12}" for s in systems))
     for n in args.n:
         for est in ESTIMATORS:
             runs = {s: RUNNERS[s](est, n) for s in systems}
@@ -167,7 +216,9 @@ def main():
             mem = {s: peak_memory(s, est, n) / 1e6 for s in systems}
             ratio = med["torch"] / med["scg"] if "torch" in med else float("nan")
             print(f"{n:>10} {est:<10}" + "".join(f"{med[s]:>12.4f}" for s in systems) +
-                  f"{ratio:>11.2f}{med['scg'] / med['reference']:>9.2f}" +
+                  f"{ratio:>11.2f}{med['numpy'] / med['scg']:>11.2f}"
+                  f"{med['scg'] / med['reference']:>9.2f}"
+                  f"{med['scg'] / med['ref_nb']:>11.2f}" +
                   "".join(f"{mem[s]:>12.0f}" for s in systems), flush=True)
 
 

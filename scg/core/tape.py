@@ -30,6 +30,9 @@ class _ThreadState(threading.local):
         self.dropped = {}
         self.locked = []  # (level, array) made read-only while that level's tape lives
         self.recording = None  # the open recording of scg.jit (scg/core/replay.py)
+        self.counts = {}  # non-finite counts noted by fused kernels (kernels/facts.py)
+        self.sums = {}  # sums of large vectors noted in this gradient call (kernels/facts.py)
+        self.keyed = {}  # what a pass noted about an array it wrote (kernels/facts.py)
 
 
 THREAD = _ThreadState()
@@ -49,6 +52,9 @@ class new_level:
         level = state.level = state.level + 1
         if state.dropped:
             state.dropped.pop(level, None)
+        if level == 1 and (state.counts or state.keyed):  # (an outermost call: the
+            state.counts.clear()                             # notes of earlier ones go)
+            state.keyed.clear()
         return level
 
     def __exit__(self, *exc):
@@ -56,6 +62,8 @@ class new_level:
         if state.locked:
             _unlock(state, state.level)
         state.level -= 1
+        if not state.level and state.sums:  # (the sums of this call go with it)
+            state.sums.clear()
         return False
 
 

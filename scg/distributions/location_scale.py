@@ -4,8 +4,11 @@ A draw is loc + scale * eps with the family's standard noise eps (LogNormal take
 exponential); the path is one fused kernel, its derivatives are 1 and eps, written out.
 """
 
+import numpy as np
+
 from ..core.tape import defvjp
 from ..kernels import continuous as K
+from ..kernels import fused as F
 from ..kernels import parallel as P
 from ..kernels.primitives import kernel_primitives, run_flat
 from ..numpy import rules as R
@@ -14,12 +17,29 @@ from .base import Distribution, broadcast_shape
 
 loc_scale_path, loc_scale_dpath = kernel_primitives(
     "loc_scale_path", K.loc_scale_path, K.loc_scale_path_twin, 3, flat=P.loc_scale_path_flat)
+_kernel_path = loc_scale_path.fn
+
+
+def _path(eps, loc, scale):
+    # the draws of large noise with single-valued loc and scale: the flat kernel, its
+    # output a reused buffer (fused.empty); else the kernel primitive's own call
+    if type(eps) is np.ndarray and eps.size >= F.PARALLEL_MIN:
+        out = F.loc_scale_path(0, eps, loc, scale)
+        if out is not None:
+            return out
+    return _kernel_path(eps, loc, scale)
+
+
+loc_scale_path.fn = _path
 
 
 def _scale_vjp(g, ans, eps, loc, scale):
     # g * eps; for a large per-draw g the flat kernel (which=3: the derivative eps) splits
     # the product over the cores
-    d = run_flat(K.loc_scale_path, 3, (eps, loc, scale), g)
+    d = F.loc_scale_path(3, eps, loc, scale, g) if type(eps) is np.ndarray and \
+        eps.size >= F.PARALLEL_MIN else None
+    if d is None:
+        d = run_flat(K.loc_scale_path, 3, (eps, loc, scale), g)
     return R.unbroadcast(R.multiply(g, eps) if d is None else d, R.shape(scale))
 
 

@@ -6,7 +6,8 @@ import numpy as np
 
 from ..core import replay
 
-from ..core.tape import read_only
+from ..core.tape import read_only, strip
+from ..kernels.primitives import PARALLEL_MIN
 from ..distributions.base import family_of
 from ..errors import BiasWarning, EstimatorError
 from .antithetic import check_antithetic
@@ -14,6 +15,9 @@ from .base import Estimator
 from .baselines import LeaveOneOut, as_baseline
 from .terms import linear_term, magic_box
 from ..numpy import rules as R
+
+
+_FUSED_MIN = PARALLEL_MIN  # draws: below, the general term (its log-densities are cheap)
 
 
 class Score(Estimator):
@@ -79,8 +83,58 @@ class Score(Estimator):
     def term(self, site, ctx):
         if not ctx.has_downstream(site):  # a site no cost depends on contributes nothing
             return None
+        fused = self._fused_term(site, ctx)
+        if fused is not None:
+            return fused
         advantage = self._weights(site, ctx, ctx.q(site))
         return linear_term(ctx.log_prob(site), ctx.spread(advantage, site), 1.0 / ctx.n)
+
+    def _fused_term(self, site, ctx):
+        """The term of a site with many draws whose family gives it without its
+        log-densities (`score_term`: one pass for the cotangents of all its parameters),
+        when the layout is plain: no copies, no plates, one number per draw, and the
+        log-probability not computed already (by the model, or by another term). The
+        log-densities are checked to be finite as `Site.log_prob` checks them, by the
+        count the pass that drew the site noted, or by a pass that stores nothing. None
+        otherwise."""
+        dist = site.dist
+        score_term = getattr(dist, "score_term", None)
+        if score_term is None or ctx.trace.rows < _FUSED_MIN or ctx.copies or ctx.grid.plates \
+                or dist.batch_shape or dist.event_shape or site._log_prob is not None \
+                or replay.recording() is not None or \
+                dist.last_log_prob(site.draw) is not None:
+            return None
+        x = strip(site.draw)
+        params = {key: ctx.param(site, key) for key in dist.params}
+        bad = dist.log_prob_nonfinite(x, params)
+        if bad is None:
+            return None
+        if bad:
+            raise FloatingPointError(
+                f"site {site.name!r}: log_prob is not finite for {bad} of {np.size(x)} "
+                f"entries of {dist!r}: a degenerate parameter (a scale or rate of 0, or one "
+                "that overflows), or a draw outside the support")
+        # the costs downstream, as ctx.q lays them out here (without copies and plates,
+        # one number per draw)
+        total = None
+        for c in ctx.trace.downstream_costs(site):
+            value = strip(ctx.costs[c.name][0])
+            total = value if total is None else total + value
+        q = np.broadcast_to(np.asarray(total, dtype=float), (ctx.trace.rows,))
+        b = self.baseline
+        if type(b) is LeaveOneOut and not self.antithetic:
+            # the advantage q - (sum - q) / (n - 1) = q * k - t, with k = n / (n - 1) and
+            # t = sum / (n - 1) as `LeaveOneOut.advantage` computes it, formed inside the
+            # term's pass instead of as an array; the checks and the (empty) update as
+            # in `_weights`
+            b._check(q)
+            state = ctx.baseline_state(site.name)
+            ctx.check_baseline(site.name, b, q, state)
+            ctx.update_baseline(site.name, b, q, state)
+            n = q.shape[0]
+            return score_term(x, params, q, 1.0 / ctx.n, k=n / (n - 1),
+                              t=R.sum_(q) / (n - 1))
+        return score_term(x, params, self._weights(site, ctx, q), 1.0 / ctx.n)
 
     def dice_log_prob(self, site, ctx):
         return ctx.log_prob(site)

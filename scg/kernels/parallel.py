@@ -32,6 +32,7 @@ from numba import njit
 from ..core import replay
 from ..core.replay import Var
 from .continuous import _loc_scale_path, _normal
+from .facts import take_nonfinite
 from .primitives import PARALLEL_MIN, readonly_flat
 
 THREADS = max(1, min(numba.config.NUMBA_NUM_THREADS, 8))  # memory-bound: a few suffice
@@ -168,6 +169,9 @@ def count_nonfinite(x):
         finite = np.isfinite(x)
         return 0 if finite.all() else int(x.size - np.count_nonzero(finite))
     if x.size >= PARALLEL_MIN and x.flags.c_contiguous:
+        known = take_nonfinite(x)  # (counted by the kernel that wrote it)
+        if known is not None:
+            return known
         v = readonly_flat(x)
         return int(sum(in_chunks(v.shape[0], lambda lo, hi: _count_nonfinite(v[lo:hi]))))
     with np.errstate(over="ignore", invalid="ignore"):

@@ -11,6 +11,9 @@ import numpy as np
 
 from ..core.tape import Box, Primitive, Tracer, defvjp, strip
 from ..errors import TracingError
+from ..kernels import fused as _fused
+from ..kernels.facts import known_sum, remember
+from ..kernels.primitives import PARALLEL_MIN
 
 
 EW = "elementwise"
@@ -135,7 +138,13 @@ divide = prim("divide", np.true_divide, batch=EW)
 negative = prim("negative", np.negative, batch=EW)
 def _power(a, b):
     # ndarray ** b has numpy's fast paths (b = 2 is a square); np.power has not
-    return a ** b if type(a) is np.ndarray else np.power(a, b)
+    if type(a) is np.ndarray:
+        if type(b) in _NUMBERS and b == 2 and a.size >= PARALLEL_MIN:
+            out = _fused.square(a)  # (a * a on the kernel threads)
+            if out is not None:
+                return out
+        return a ** b
+    return np.power(a, b)
 
 
 power = prim("power", _power, batch=EW)
@@ -281,10 +290,19 @@ defvjp(clip, lambda g, ans, x, lo, hi: unbroadcast(where(_clip_inside(x, lo, hi)
 
 # ---------------------------------------------------------------- reductions
 def _sum(x, axis=None, keepdims=False):
-    if type(x) is np.ndarray and x.ndim >= 2 and x.size >= 512 and x.dtype == np.float64:
-        fast = _sum_large(x, axis, keepdims)
-        if fast is not None:
-            return fast
+    if type(x) is np.ndarray and x.size >= 512 and x.dtype == np.float64:
+        if x.ndim >= 2:
+            fast = _sum_large(x, axis, keepdims)
+            if fast is not None:
+                return fast
+        elif x.size >= PARALLEL_MIN and axis in (None, 0, -1) and x.flags.c_contiguous:
+            # a large vector of the tape (the costs of the draws) is summed once per
+            # gradient call: the mean of the objective, then a leave-one-out baseline
+            total = known_sum(x)
+            if total is None:
+                total = np.add.reduce(x)
+                remember(x, total=total)
+            return total.reshape(1) if keepdims else total
     return np.add.reduce(x, axis=axis, keepdims=keepdims)  # np.sum minus its Python wrapper
 
 
