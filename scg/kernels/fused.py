@@ -28,6 +28,7 @@ memory, about as much as the pass that fills it.
 """
 
 import math
+import os
 import sys
 import threading
 
@@ -70,6 +71,16 @@ _BUFFERS = []  # the buffers handed out (1-D float64, in use or free), oldest fi
 _BUFFERS_LOCK = threading.Lock()
 _FREE_REFS = 3  # references of a free buffer seen by getrefcount: the list, a local, the call
 _getrefcount = sys.getrefcount
+
+
+def _after_fork_in_child():
+    # a thread of the parent may have held the lock: the child starts with its own
+    global _BUFFERS_LOCK
+    _BUFFERS_LOCK = threading.Lock()
+    _BUFFERS.clear()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def empty(shape):

@@ -178,3 +178,17 @@ def test_a_draws_log_density_count_is_used_only_while_it_is_read_only():
     assert fused.normal_log_prob_nonfinite(x, 2.0, 0.0) == N  # (counted again: writeable)
     x.flags.writeable = False
     assert facts.noted(x, ("normal_log_prob_nonfinite", 2.0, 0.0)) == N
+
+
+def test_a_forked_child_has_its_own_buffers():
+    import multiprocessing
+    kept = fused.empty((N,))  # (held here: the child must not be handed it again)
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(1) as pool:
+        assert pool.apply(_child_gradient) == pytest.approx(4.0, abs=0.2)
+    assert kept.shape == (N,)
+
+
+def _child_gradient():
+    E = scg.expectation(normal_model(scg.Score("loo")), n=N, seed=0)
+    return float(scg.grad_samples(E)({"mu": 2.0, "sigma": 1.0}).mean["mu"])
