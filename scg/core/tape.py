@@ -30,9 +30,9 @@ class _ThreadState(threading.local):
         self.dropped = {}
         self.locked = []  # (level, array) made read-only while that level's tape lives
         self.recording = None  # the open recording of scg.jit (scg/core/replay.py)
-        self.counts = {}  # non-finite counts noted by fused kernels (kernels/facts.py)
-        self.sums = {}  # sums of large vectors noted in this gradient call (kernels/facts.py)
-        self.keyed = {}  # what a pass noted about an array it wrote (kernels/facts.py)
+        self.counts = {}  # non-finite counts noted by fused kernels (core/facts.py)
+        self.sums = {}  # sums of large vectors noted in this gradient call (core/facts.py)
+        self.keyed = {}  # what a pass noted about an array it wrote (core/facts.py)
 
 
 THREAD = _ThreadState()

@@ -37,7 +37,8 @@ from numba import njit
 
 from ..core.tape import THREAD
 from .continuous import _loc_scale_path, _normal
-from .facts import note, noted, remember
+from ..core.facts import note, noted, remember
+from ..numpy import rules as R
 from .parallel import THREADS, _loc_scale_path_flat, _pool, in_chunks
 from .primitives import PARALLEL_MIN, readonly_flat
 
@@ -532,3 +533,6 @@ def normal_score_pair(w, x, loc, scale, k, t, c, want_loc, want_scale):
     if want_scale:
         remember(d_scale, sum(b[1] for b in bad))
     return d_loc, d_scale
+
+
+R.LARGE_PASSES.update(square=square, square_vjp=square_vjp)  # (see scg/numpy/rules.py)

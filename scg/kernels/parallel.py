@@ -32,7 +32,7 @@ from numba import njit
 from ..core import replay
 from ..core.replay import Var
 from .continuous import _loc_scale_path, _normal
-from .facts import take_nonfinite
+from ..core.facts import take_nonfinite
 from .primitives import PARALLEL_MIN, readonly_flat
 
 THREADS = max(1, min(numba.config.NUMBA_NUM_THREADS, 8))  # memory-bound: a few suffice

@@ -19,6 +19,7 @@ import math
 import numpy as np
 from numba import njit  # noqa: F401  (re-exported for the kernel modules)
 
+from ..core.facts import LARGE
 from ..core.tape import Box, Primitive, Tracer, backward, defvjp, new_level, new_root
 from ..numpy import rules as R
 
@@ -98,7 +99,7 @@ def _run_small(kernel, which, a0, args):
 
 
 # below this many entries a thread launch costs more than it saves
-PARALLEL_MIN = 1 << 16
+PARALLEL_MIN = LARGE
 # kernel -> its flat parallel variant for single-valued parameters (kernels/parallel.py),
 # registered by `kernel_primitives(..., flat=)`
 FLAT = {}

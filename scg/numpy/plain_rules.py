@@ -10,8 +10,7 @@ order the traced rules.
 import numpy as np
 
 from ..core.tape import defvjp_plain
-from ..kernels.fused import square_vjp
-from ..kernels.primitives import PARALLEL_MIN
+from ..core.facts import LARGE
 from . import rules as R
 from .rules import _restore_reduced, shape, unbroadcast  # plain cotangents: numpy calls
 
@@ -31,8 +30,9 @@ defvjp_plain(R.negative, lambda g, ans, a: np.negative(g))
 def _power_base(g, ans, a, b):
     if isinstance(b, (int, float)):  # then g has a's shape
         if b == 2:
-            if getattr(a, "size", 0) >= PARALLEL_MIN:
-                out = square_vjp(g, a)  # (the same products in one pass on the threads)
+            fused = R.LARGE_PASSES["square_vjp"]
+            if fused is not None and getattr(a, "size", 0) >= LARGE:
+                out = fused(g, a)  # (the same products in one pass on the threads)
                 if out is not None:
                     return out
             return R._scale(g, 2.0) * a

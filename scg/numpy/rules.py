@@ -11,12 +11,15 @@ import numpy as np
 
 from ..core.tape import Box, Primitive, Tracer, defvjp, strip
 from ..errors import TracingError
-from ..kernels import fused as _fused
-from ..kernels.facts import known_sum, remember
-from ..kernels.primitives import PARALLEL_MIN
+from ..core.facts import LARGE, known_sum, remember
 
 
 EW = "elementwise"
+
+# Passes over large arrays split between threads, for the primitives below: installed by
+# scg.kernels.fused, which sits above this layer (None: numpy alone). Each returns None
+# for an array it does not take.
+LARGE_PASSES = {"square": None, "square_vjp": None}
 
 
 def prim(name, fn, kind="smooth", doc=None, batch=None):
@@ -139,8 +142,8 @@ negative = prim("negative", np.negative, batch=EW)
 def _power(a, b):
     # ndarray ** b has numpy's fast paths (b = 2 is a square); np.power has not
     if type(a) is np.ndarray:
-        if type(b) in _NUMBERS and b == 2 and a.size >= PARALLEL_MIN:
-            out = _fused.square(a)  # (a * a on the kernel threads)
+        if type(b) in _NUMBERS and b == 2 and a.size >= LARGE and LARGE_PASSES["square"]:
+            out = LARGE_PASSES["square"](a)  # (a * a on the kernel threads)
             if out is not None:
                 return out
         return a ** b
@@ -295,7 +298,7 @@ def _sum(x, axis=None, keepdims=False):
             fast = _sum_large(x, axis, keepdims)
             if fast is not None:
                 return fast
-        elif x.size >= PARALLEL_MIN and axis in (None, 0, -1) and x.flags.c_contiguous:
+        elif x.size >= LARGE and axis in (None, 0, -1) and x.flags.c_contiguous:
             # a large vector of the tape (the costs of the draws) is summed once per
             # gradient call: the mean of the objective, then a leave-one-out baseline
             total = known_sum(x)

@@ -1,6 +1,6 @@
-"""The fused passes of many draws (scg/kernels/fused.py, facts.py) give the general path's
-numbers exactly: numpy's normal noise drawn by numba, the Normal score term without its
-log-densities (plain, leave-one-out, other baselines), x ** 2 with its sum and its
+"""The fused passes of many draws (scg/kernels/fused.py, scg/core/facts.py) give the
+general path's numbers exactly: numpy's normal noise drawn by numba, the Normal score
+term without its log-densities (plain, leave-one-out, other baselines), x ** 2 with its sum and its
 cotangent, the location-scale path; their checks raise the same errors; reused output
 buffers are never handed out while referenced."""
 
@@ -12,8 +12,10 @@ import pytest
 import scg
 from scg.core.tape import THREAD
 from scg.estimators import score as score_module
-from scg.kernels import facts, fused
+from scg.core import facts
+from scg.kernels import fused
 from scg.kernels import parallel as P
+from scg.numpy import rules as R
 from scg.kernels.primitives import PARALLEL_MIN
 
 N = PARALLEL_MIN + 7  # many draws: the fused passes apply
@@ -28,7 +30,8 @@ def general_path(monkeypatch):
         for name in ("standard_normal", "normal_draw", "square", "square_vjp",
                      "loc_scale_path", "normal_score_pair", "normal_log_prob_nonfinite"):
             monkeypatch.setattr(fused, name, none)
-        monkeypatch.setattr("scg.numpy.plain_rules.square_vjp", none)
+        monkeypatch.setitem(R.LARGE_PASSES, "square", None)
+        monkeypatch.setitem(R.LARGE_PASSES, "square_vjp", None)
         monkeypatch.setattr(score_module, "_FUSED_MIN", 1 << 62)
     return off
 

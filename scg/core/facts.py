@@ -24,9 +24,12 @@ import weakref
 
 import numpy as np
 
-from ..core.tape import THREAD
+from .tape import THREAD
 
 _F64 = np.dtype(np.float64)
+# arrays of this many entries and more are large: the kernels split passes over them
+# between threads, and the numpy rules hand them to those passes (see LARGE_PASSES there)
+LARGE = 1 << 16
 
 
 def _key(a):
