@@ -16,7 +16,7 @@ import numpy as np
 from .core import pytree
 from .core.fingerprint import (BUDGET, TooMuch, Watch, fingerprint, generators_reachable)
 from .core.replay import (Var, _Recording, compile_program, generators_of,
-                          restore_position, same, save_position)
+                          global_random_position, restore_position, same, save_position)
 from .core.tape import THREAD, Tracer, new_level
 
 _RECORDINGS_PER_KEY = 4  # recordings that never repeat themselves: stop trying
@@ -201,7 +201,7 @@ class Jitted:
         previous = THREAD.recording
         reachable = generators_reachable((self.fn, args, kwargs))
         positions = [save_position(g) for g in reachable]
-        global_random = _global_random_position()
+        global_random = global_random_position()
         with new_level() as level:
             rec = _Recording(level)
             inputs = []
@@ -253,7 +253,7 @@ class Jitted:
             if id(g) not in drawn and _position(g) != _same_form(before):
                 rec.refuse("the function draws from a numpy Generator itself (not through "
                            "scg.sample): a replay would repeat its numbers")
-        if _global_random_position() != global_random:
+        if global_random_position() != global_random:
             rec.refuse("the function draws from numpy's global generator (np.random.*): a "
                        "replay would repeat its numbers")
         out_leaves, out_def = pytree.flatten_leaves(out)
@@ -354,11 +354,6 @@ def _position(g):
 
 def _same_form(saved):
     return saved if type(saved) is bytes else repr(saved)
-
-
-def _global_random_position():
-    state = np.random.get_state()
-    return state[2], state[1][:4].tobytes()
 
 
 # ---------------------------------------------------------------- recordings compared

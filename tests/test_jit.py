@@ -787,25 +787,18 @@ def test_one_jitted_function_shared_by_threads():
     def loss(w, x):
         return np.sum(np.tanh(x @ w) ** 2)
     jgrad = scg.jit(scg.grad(loss))
-    mismatches, errors = [], []
 
     def work(k):
         rng = np.random.default_rng(k)
-        try:
-            for i in range(40):
-                size = 3 + (i + k) % 3  # (three structures, shared by the threads)
-                w, x = rng.normal(size=size), rng.normal(size=(4, size))
-                if not np.allclose(jgrad(w, x), scg.grad(loss)(w, x), rtol=1e-12, atol=0):
-                    mismatches.append((k, i))
-        except BaseException as e:  # (reported in the main thread)
-            errors.append(e)
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=60)
-    if errors:
-        raise errors[0]
+        mismatches = []
+        for i in range(40):
+            size = 3 + (i + k) % 3  # (three structures, shared by the threads)
+            w, x = rng.normal(size=size), rng.normal(size=(4, size))
+            if not np.allclose(jgrad(w, x), scg.grad(loss)(w, x), rtol=1e-12, atol=0):
+                mismatches.append((k, i))
+        return mismatches
+
+    mismatches = sum(run_in_threads(*[lambda k=k: work(k) for k in range(4)]), [])
     assert mismatches == []
     assert jgrad.stats["replays"] > 0
 

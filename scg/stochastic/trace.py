@@ -1,7 +1,6 @@
 """The trace of one model run: its sites and costs, the estimator choices, a graph, and an
 explanation of the surrogate objective."""
 
-import ctypes
 import warnings
 
 import networkx as nx
@@ -356,7 +355,7 @@ def run_model(model, args, kwargs, *, n, rng, decisions, reasons, record=False,
             "scg does not nest Monte Carlo estimates. Put the inner random choices in the "
             "one model (several scg.sample sites, or a scg.plate of them) and return the "
             "inner average as a cost. (scg.grad of a plain function is fine inside a model.)")
-    state = rng.bit_generator.state
+    state = replay.save_position(rng)
     plan = {} if plan is None else plan
     for _ in range(1000):
         with new_level() as level:
@@ -365,7 +364,7 @@ def run_model(model, args, kwargs, *, n, rng, decisions, reasons, record=False,
             runtime.runs.append(trace)
             saved = runtime.on_op
             runtime.on_op = trace._on_op if record else None
-            numpy_state = _numpy_random_position()
+            numpy_state = replay.global_random_position()
             try:
                 call_args = wrap_args(args, level, trace.rows) if wrap_args else args
                 out = model(*call_args, **kwargs)
@@ -377,12 +376,12 @@ def run_model(model, args, kwargs, *, n, rng, decisions, reasons, record=False,
                 if stale:
                     raise Replan(stale[0])
             except Replan:
-                rng.bit_generator.state = state
+                _rewind(rng, state)
                 continue
             finally:
                 runtime.on_op = saved
                 runtime.runs.pop()
-            if _numpy_random_position() != numpy_state:
+            if replay.global_random_position() != numpy_state:
                 _warn_numpy_random(model)
             invalid = {s: w for s, w in trace.rough_sites().items()
                        if trace.sites[s].reason != "requested"}
@@ -398,51 +397,22 @@ def run_model(model, args, kwargs, *, n, rng, decisions, reasons, record=False,
         decisions[s] = Score(LeaveOneOut() if n > 1 else None)
         reasons[s] = (f"a path from the draw to {invalid[s]} crosses a jump or a black box, "
                       "so the pathwise gradient would be biased")
-        rng.bit_generator.state = state
+        _rewind(rng, state)
     raise RuntimeError("estimator choice did not settle")  # pragma: no cover
+
+
+def _rewind(rng, position):
+    """Run the model again with the same randomness (a recording of scg.jit that did so
+    holds the draws of both runs: it is not replayed)."""
+    replay.restore_position(rng, position)
+    rec = replay.recording()
+    if rec is not None:
+        rec.refuse("the model ran twice in the call, with the same randomness, while its "
+                   "estimators or copies were being settled")
 
 
 def _count(counter):
     counter[0] += 1
-
-
-def _numpy_random_position():
-    """Where numpy's global generator (np.random.normal and the like) is in its stream."""
-    global _reader
-    if _GLOBAL_RANDOM._bit_generator is not _reader[0]:  # (np.random.set_bit_generator)
-        _reader = _global_stream_reader()
-    return _reader[1]()
-
-
-_GLOBAL_RANDOM = np.random.mtrand._rand  # the RandomState behind np.random.normal and the like
-
-
-def _global_stream_reader():
-    """(bit generator, a function giving its MT19937 position and first key word). They are
-    read through the generator's C state (a fraction of a microsecond, against 25 for
-    `.state`); if that layout is not the one expected, through `.state`."""
-    generator = _GLOBAL_RANDOM._bit_generator
-
-    def slow():
-        state = generator.state["state"]
-        return state["pos"], int(state["key"][0])
-
-    try:
-        address = generator.ctypes.state_address
-        key0 = ctypes.c_uint32.from_address(address)
-        pos = ctypes.c_int.from_address(address + 624 * 4)  # mt19937_state: key[624], pos
-
-        def fast():
-            return pos.value, key0.value
-
-        if fast() == slow():
-            return generator, fast
-    except Exception:  # pragma: no cover - another numpy's layout or bit generator
-        pass
-    return generator, slow  # pragma: no cover
-
-
-_reader = _global_stream_reader()
 
 
 def _warn_numpy_random(model):
