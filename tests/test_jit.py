@@ -950,3 +950,20 @@ def test_many_structures_keep_the_latest_ones():
     before = jf.stats["replays"]
     jf(x)
     assert jf.stats["replays"] == before + 1  # (the latest structure is still replayed)
+
+
+def test_categorical_in_a_plate_replays_as_eager():
+    data = np.random.default_rng(0).normal(size=(16, 3))
+    targets = np.arange(16) % 3
+
+    def model(W, data):  # (a port of a REINFORCE over a minibatch, through a partial)
+        with scg.plate("batch", 16):
+            a = scg.sample("a", scg.Categorical(logits=data @ W))
+            return -2.0 * np.where(a == targets, 1.0, 0.0)
+
+    E, Ej = pair(functools.partial(model, data=data), n=64, seed=3)
+    step = scg.jit(scg.value_and_grad(Ej))
+    for k in range(8):
+        W = np.full((3, 3), 0.1 * k)
+        assert_same(scg.value_and_grad(E)(W), step(W))
+    assert step.stats["replays"] > 0

@@ -2,6 +2,8 @@
 
 import numpy as np
 
+from ..core import replay
+
 from ..numpy import rules as R
 from . import constraints
 from ._util import full, is_count, mask_outside, plain
@@ -15,6 +17,12 @@ def _category_index(x):
 categorical_support = constraints.Constraint("an integer in [0, K)", _category_index,
                                              discrete=True)
 constraints.pickle_by_name(globals())
+
+
+def _inverse_cdf(u, p):
+    """The categories whose cumulative probabilities u falls in (u: (..., 1), p: (..., k))."""
+    k = np.sum(u > np.cumsum(p, axis=-1), axis=-1)
+    return np.minimum(k, p.shape[-1] - 1).astype(float)
 
 
 class Categorical(Distribution):
@@ -56,8 +64,7 @@ class Categorical(Distribution):
     def _sample(self, rng, shape):
         p = np.broadcast_to(plain(self._probs()), self._extended_shape(shape) + (self.num_categories,))
         u = rng.random(p.shape[:-1] + (1,))
-        k = np.sum(u > np.cumsum(p, axis=-1), axis=-1)
-        return np.minimum(k, self.num_categories - 1).astype(float)
+        return replay.pure(_inverse_cdf, u, p)  # (under scg.jit: one recorded operation)
 
     def log_prob(self, value):
         hit = np.equal(np.arange(self.num_categories), np.expand_dims(value, -1))
