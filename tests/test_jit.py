@@ -967,3 +967,58 @@ def test_categorical_in_a_plate_replays_as_eager():
         W = np.full((3, 3), 0.1 * k)
         assert_same(scg.value_and_grad(E)(W), step(W))
     assert step.stats["replays"] > 0
+
+
+class _Settings:
+    __slots__ = ("gain",)
+
+
+def test_watch_sees_each_kind_of_read_change_and_nothing_else():
+    """The function's fingerprint is re-checked by generated code on every call: each kind
+    of read (cell, global, attribute, slot, dict item, list item and length, set, array
+    contents, an emptied cell) must notice its change, and an unchanged function keep its
+    token."""
+    from scg.core.fingerprint import Watch
+
+    class Config:
+        pass
+
+    cfg = Config()
+    cfg.scale = 2.0
+    slots = _Settings()
+    slots.gain = 1.0
+    table = {"k": 1.0}
+    items = [1.0, 2.0]
+    flags = {1, 2}
+    weights = np.ones(3)
+    late = 1.0
+
+    def f(x):
+        return x * cfg.scale * slots.gain * table["k"] * items[0] * len(flags) * weights * late
+
+    watch = Watch()
+    first = watch.get(f)
+    assert watch.get(f) == first
+
+    def changed(mutate, undo):
+        mutate()
+        token = watch.get(f)
+        undo()
+        assert watch.get(f) == first
+        return token != first
+
+    assert changed(lambda: setattr(cfg, "scale", 3.0), lambda: setattr(cfg, "scale", 2.0))
+    assert changed(lambda: setattr(cfg, "extra", 1), lambda: delattr(cfg, "extra"))
+    assert changed(lambda: setattr(slots, "gain", 5.0), lambda: setattr(slots, "gain", 1.0))
+    assert changed(lambda: table.update(k=4.0), lambda: table.update(k=1.0))
+    assert changed(lambda: items.__setitem__(0, 9.0), lambda: items.__setitem__(0, 1.0))
+    assert changed(lambda: items.append(3.0), lambda: items.pop())
+    assert changed(lambda: flags.add(3), lambda: flags.discard(3))
+    assert changed(lambda: weights.__setitem__(1, 2.0), lambda: weights.__setitem__(1, 1.0))
+
+    def rebind(value):
+        nonlocal late
+        late = value
+    assert changed(lambda: rebind(2.0), lambda: rebind(1.0))
+    del slots.gain  # (an attribute gone: the walk runs again and sees it)
+    assert watch.get(f) != first

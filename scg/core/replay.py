@@ -234,6 +234,19 @@ _VALUE_SHAPED = frozenset(["getitem", "gather", "take", "take_along_axis"])
 _new_var = object.__new__
 
 
+def _static_index(name, args):
+    """Is the result's shape fixed by the operands' shapes (an index of ints, slices,
+    None and Ellipsis: no boolean mask)?"""
+    if name != "getitem" or len(args) != 2:
+        return False
+    index = args[1]
+    parts = index if type(index) is tuple else (index,)
+    return all(type(p) in _STATIC_INDEX for p in parts)
+
+
+_STATIC_INDEX = frozenset([int, slice, type(None), type(Ellipsis)])
+
+
 def _is_plain_function(fn):
     # primitives' implementations (ufuncs, module functions) are constants compared by
     # identity or equality; bound methods of objects with state are references
@@ -333,8 +346,8 @@ class Var(Tracer):
             # a value kept from a finished recording (or another thread's): computed as it is
             return prim.fn(*[_concrete(a) for a in args],
                            **{k: _concrete(v) for k, v in kwargs.items()})
-        return rec.apply(prim.fn, args, kwargs,
-                         guard_shape=nested or prim.name in _VALUE_SHAPED)
+        return rec.apply(prim.fn, args, kwargs, guard_shape=nested or (
+            prim.name in _VALUE_SHAPED and not _static_index(prim.name, args)))
 
     @property
     def value(self):

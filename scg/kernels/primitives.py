@@ -77,25 +77,48 @@ def _run_small(kernel, which, a0, args):
     None otherwise."""
     shape = a0.shape
     rows = shape[0]
-    cols = a0.size // rows if rows else 0
+    size = a0.size
+    cols = size // rows if rows else 0
     views = []
     for a in args:
-        if type(a) is _F64_SCALAR or type(a) is float:  # (a parameter indexed out of a vector)
+        t = type(a)
+        if t is _F64_SCALAR or t is float:  # (a parameter indexed out of a vector)
             v = np.empty((rows, cols))
             v.fill(a)
-        elif type(a) is not np.ndarray or a.dtype is not _F64:
+        elif t is not np.ndarray or a.dtype is not _F64:
             return None
-        elif a.shape == shape or (a.size == 1 and rows * cols == 1):
+        elif a.shape == shape or (size == 1 and a.size == 1):
             v = a.reshape(rows, cols)
         elif a.size == 1:
             v = np.full((rows, cols), a.item())
         else:
             return None
-        v.flags.writeable = False
         views.append(v)
     out = np.empty((rows, cols))
-    kernel(which, out, *views)
+    entry = _ENTRY.get(kernel)
+    if entry is None:
+        entry = _ENTRY[kernel] = _entry_point(kernel)
+    entry(which, out, *views)
     return out.reshape(shape)
+
+
+def _entry_point(kernel):
+    """The kernel's compiled function without the dispatcher's typing of its arguments
+    (a third of a small call): the kernels have one signature, and `_run_small` passes
+    exactly its types (2-D float64 arrays; a writeable array where a read-only one is
+    declared is read the same way). The dispatcher itself where numba has no such entry."""
+    try:
+        (result,) = kernel.overloads.values()
+        return result.entry_point
+    except (AttributeError, ValueError):  # pragma: no cover - another numba's internals
+        def checked(which, out, *views):
+            for v in views:
+                v.flags.writeable = False
+            kernel(which, out, *views)
+        return checked
+
+
+_ENTRY = {}  # kernel -> its compiled entry point (see _entry_point)
 
 
 # below this many entries a thread launch costs more than it saves
