@@ -129,7 +129,21 @@ def _as_python_float(value):
 
 
 def _finish_recorded(grads, shapes, distinct):
-    return tuple(_finish(list(grads), shapes, distinct))
+    # (replayed on every call: float64 arrays of the right shapes, writeable and with
+    # distinct memory owners, are returned as they are after the cheapest tests)
+    owners = set()
+    for g, shape in zip(grads, shapes):
+        if type(g) is not np.ndarray or g.dtype is not _F64 or g.shape != shape:
+            return tuple(_finish(list(grads), shapes, distinct))
+        owner = g.base
+        if owner is None:
+            owner = g
+        elif not g.flags.writeable:
+            return tuple(_finish(list(grads), shapes, distinct))
+        owners.add(id(owner))
+    if distinct and len(owners) < len(grads):
+        return tuple(_finish(list(grads), shapes, distinct))
+    return grads
 
 
 def _finish(grads, shapes, distinct=True):

@@ -16,7 +16,8 @@ import numpy as np
 from .core import pytree
 from .core.fingerprint import (BUDGET, TooMuch, Watch, fingerprint, generators_reachable)
 from .core.replay import (Var, _Recording, compile_program, generators_of,
-                          global_random_position, restore_position, same, save_position)
+                          global_random_position, position_keeper, restore_position, same,
+                          save_position)
 from .core.tape import THREAD, Tracer, new_level
 
 _RECORDINGS_PER_KEY = 4  # recordings that never repeat themselves: stop trying
@@ -69,12 +70,15 @@ def jit(fn=None, *, validate=2):
     return Jitted(fn, validate)
 
 
+_MISSED = object()  # (a replay that missed a guard or raised)
+
+
 class _Entry:
     """What is known about one structure of call."""
 
     __slots__ = ("program", "source", "last", "recordings", "replays", "misses", "refused",
                  "guards", "n_ops", "out_def", "same_in_a_row", "unstable", "generators",
-                 "failures", "error")
+                 "keepers", "failures", "error", "built")
 
     def __init__(self):
         self.program = None
@@ -85,9 +89,11 @@ class _Entry:
         self.guards = []
         self.n_ops = 0
         self.out_def = None
+        self.built = False  # does the program return the output's structure itself?
         self.same_in_a_row = 0
         self.unstable = None  # how the last two recordings differed
         self.generators = []
+        self.keepers = []  # (save, restore) of each generator's position
         self.failures = 0
         self.error = None
 
@@ -119,9 +125,10 @@ class Jitted:
             if shape_key is not None:
                 entry = self._entries.get((shape_key, self._watch.get(self.fn)))
                 if entry is not None and entry.program is not None:
-                    flat = self._replay(entry, inputs)
-                    if flat is not None:
-                        return pytree.unflatten(entry.out_def, list(flat))
+                    out = self._replay(entry, inputs)
+                    if out is not _MISSED:
+                        return out if entry.built else pytree.unflatten(entry.out_def,
+                                                                        list(out))
                     missed = entry
         traced = []
         spec = []
@@ -164,9 +171,9 @@ class Jitted:
                 del self._entries[next(iter(self._entries))]
             entry = self._entries[key] = _Entry()
         if entry.program is not None and entry is not missed:
-            flat = self._replay(entry, traced)
-            if flat is not None:
-                return pytree.unflatten(entry.out_def, list(flat))
+            out = self._replay(entry, traced)
+            if out is not _MISSED:
+                return out if entry.built else pytree.unflatten(entry.out_def, list(out))
         if entry.refused is not None or entry.recordings >= _RECORDINGS_PER_KEY + entry.misses:
             self.stats["eager"] += 1
             return self.fn(*args, **kwargs)
@@ -177,23 +184,21 @@ class Jitted:
         return self if obj is None else types.MethodType(self, obj)
 
     def _replay(self, entry, inputs):
-        """The program's flat outputs, or None when a guard missed or an operation raised
+        """The program's outputs, or _MISSED when a guard missed or an operation raised
         (the generators are then back where they were, and nothing was updated: effects
         run last; the call then runs afresh, which raises the error if there is one)."""
-        generators = entry.generators
-        if generators:
-            saved = [save_position(g) for g in generators]
+        keepers = entry.keepers
+        saved = [save() for save, _ in keepers] if keepers else ()
         try:
-            flat = entry.program(*inputs)
+            out = entry.program(*inputs)
         except Exception:  # (Miss, or an error a fresh run raises with its own message)
             entry.misses += 1
-            if generators:
-                for g, position in zip(generators, saved):
-                    restore_position(g, position)
-            return None
+            for (_, restore), position in zip(keepers, saved):
+                restore(position)
+            return _MISSED
         entry.replays += 1
         self.stats["replays"] += 1
-        return flat
+        return out
 
     def _record(self, entry, args, kwargs, leaves, treedef):
         self.stats["recordings"] += 1
@@ -278,8 +283,10 @@ class Jitted:
         entry.last = signature
         entry.guards = [(kind, where) for _, kind, where in rec.guards]
         if entry.same_in_a_row >= self.validate:
-            program, entry.source = compile_program(rec, inputs, out_leaves)
+            program, entry.source, entry.built = compile_program(rec, inputs, out_leaves,
+                                                                 out_def, build=True)
             entry.generators = generators_of(rec)
+            entry.keepers = [position_keeper(g) for g in entry.generators]
             entry.out_def = out_def
             entry.n_ops = len(rec.lines)
             entry.program = program  # (last: another thread may replay it at once)

@@ -1022,3 +1022,65 @@ def test_watch_sees_each_kind_of_read_change_and_nothing_else():
     assert changed(lambda: rebind(2.0), lambda: rebind(1.0))
     del slots.gain  # (an attribute gone: the walk runs again and sees it)
     assert watch.get(f) != first
+
+
+@pytest.mark.parametrize("bit_generator", [np.random.PCG64, np.random.Philox])
+def test_position_keeper_goes_back_to_the_saved_position(bit_generator):
+    from scg.core.replay import position_keeper
+    rng = np.random.Generator(bit_generator(7))
+    rng.integers(0, 10, 3, dtype=np.uint32)  # (leaves a spare 32-bit word in PCG64)
+    save, restore = position_keeper(rng)
+    position, state = save(), rng.bit_generator.state
+    first = (rng.integers(0, 2**31, 5, dtype=np.uint32), rng.standard_normal(4))
+    restore(position)
+    assert repr(rng.bit_generator.state) == repr(state)  # (Philox: arrays in the state)
+    again = (rng.integers(0, 2**31, 5, dtype=np.uint32), rng.standard_normal(4))
+    assert all(np.array_equal(a, b) for a, b in zip(first, again))
+
+
+def test_replayed_results_keep_their_structure():
+    """The replay builds dicts, lists and tuples itself and unflattens other nodes; a
+    function returning None replays too."""
+    import collections
+    Pair = collections.namedtuple("Pair", "first second")
+    def nested(x):
+        return {"a": [x * 2.0, (x + 1.0,)], 3: Pair(x, {"b": np.sum(x)}), "none": None}
+
+    def nothing(x):
+        np.sum(x * 2.0)
+        return None
+
+    for fn in (nested, nothing):
+        jitted = scg.jit(fn)
+        x = np.arange(3.0)
+        for _ in range(5):
+            out, expected = jitted(x), fn(x)
+            assert pytree.tree_map(lambda a, b: np.testing.assert_array_equal(a, b),
+                                   out, expected) is not None or out is None
+            assert type(out) is type(expected)
+        assert jitted.stats["replays"] >= 2, jitted.explain()
+    assert type(scg.jit(nested)(np.ones(2))[3]) is Pair
+
+
+def test_inlined_operations_give_the_eager_values():
+    """Transposes, matrix products, reshapes, new axes and powers are replayed as numpy
+    expressions rather than calls of their wrappers: the values must be the eager ones,
+    for the shapes that are inlined (matrices) and those that are not (stacks, vectors)."""
+    def loss(w, stack, v):
+        h = np.swapaxes(w, 0, 1) @ w + np.swapaxes(stack, -1, -2).sum(0)
+        u = np.expand_dims(v, -1) * h.reshape(-1)[: v.size, None]
+        return np.sum(h ** 2) + np.sum(u ** -1.5) + np.sum((v @ w[:, :3]) ** 3) + \
+            np.sum(np.matmul(stack, stack) ** 0.5)
+
+    g = scg.grad(loss, argnums=(0, 1, 2))
+    jitted = scg.jit(g)
+    rng = np.random.default_rng(3)
+    for _ in range(4):
+        w = rng.uniform(1.0, 2.0, (3, 3))
+        stack = rng.uniform(1.0, 2.0, (2, 3, 3))
+        v = rng.uniform(1.0, 2.0, 3)
+        for a, b in zip(jitted(w, stack, v), g(w, stack, v)):
+            np.testing.assert_array_equal(a, b)
+    assert jitted.stats["replays"] >= 1, jitted.explain()
+    source = next(e.source for e in jitted._entries.values() if e.source)
+    assert ".T" in source and ".dot(" in source and ".reshape(" in source and " ** " in source

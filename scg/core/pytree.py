@@ -197,6 +197,35 @@ def _unflatten(d, it):
     return kind.build([(k, next(it) if c is None else _unflatten(c, it)) for k, c in children])
 
 
+def build_source(treedef, exprs):
+    """A Python expression building the tree of `treedef` from the leaf expressions
+    `exprs` (in flatten order), for trees of dicts with string or int keys, lists and
+    tuples; None for other nodes."""
+    it = iter(exprs)
+
+    def build(d):
+        if d is None:
+            return next(it)
+        kind, children = d
+        if kind is dict:
+            if not all(type(k) in (str, int) for k, _ in children):
+                raise _NotBuildable
+            return "{" + "".join(f"{k!r}: {build(c)}, " for k, c in children) + "}"
+        if kind is list or kind is tuple:
+            inner = "".join(f"{build(c)}, " for c in children)
+            return f"[{inner}]" if kind is list else f"({inner})"
+        raise _NotBuildable
+
+    try:
+        return build(treedef)
+    except _NotBuildable:
+        return None
+
+
+class _NotBuildable(Exception):
+    pass
+
+
 def tree_map(fn, tree, *rest):
     """Apply fn leaf by leaf to trees of the same structure."""
     leaves, treedef = flatten_leaves(tree)

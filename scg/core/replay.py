@@ -32,6 +32,7 @@ import operator
 
 import numpy as np
 
+from . import pytree
 from .tape import THREAD, Tracer
 
 
@@ -152,6 +153,12 @@ class _Recording:
         parts = [self._expr(a) for a in args]
         if kwargs:
             parts += [f"{k}={self._expr(v)}" for k, v in kwargs.items()]
+        inline = INLINE.get(fn) if not source and not kwargs else None
+        expr = inline(raw, parts, ans, self.const) if inline is not None else None
+        if expr is not None:
+            out = self._new(ans)
+            self.lines.append(f"v{out.slot} = {expr}")
+            return out
         if type(ans) is tuple:
             outs = tuple(self._new(x) for x in ans)
             targets = "".join(f"v{o.slot}, " for o in outs)
@@ -229,6 +236,12 @@ class _Recording:
 
 
 _PLAIN_CONSTANTS = (int, float, bool, str, complex)
+
+# fn -> inline(args, arg_exprs, result, const): the expression a replay computes
+# fn(*args) by, without the call of fn (its wrapper's tests are settled by the recorded
+# types and shapes), or None to call fn. Registered where each fn is defined; the
+# expression must give exactly fn's result. `const(x)` names a constant.
+INLINE = {}
 # primitives whose result's shape may depend on the values of their arguments
 _VALUE_SHAPED = frozenset(["getitem", "gather", "take", "take_along_axis"])
 _new_var = object.__new__
@@ -621,6 +634,29 @@ def restore_position(rng, saved):
         bg.state = saved
 
 
+def position_keeper(rng):
+    """(save, restore) of a Generator's position, bound to it once: `save()` gives a
+    position that `restore(position)` goes back to. For PCG64 through numpy views of its C
+    state (a tenth of a microsecond per save, the cost a replay pays on every call)."""
+    bg = rng.bit_generator
+    if _PCG64 is not None and type(bg) is np.random.PCG64:
+        address = bg.ctypes.state_address
+        inner = ctypes.c_void_p.from_address(address).value
+        # (the state lives inside the bit generator: the views keep it alive)
+        pcg = np.ctypeslib.as_array((ctypes.c_uint8 * 32).from_address(inner))
+        spare = np.ctypeslib.as_array((ctypes.c_uint8 * 8).from_address(address + 8))
+        owner = (bg, pcg, spare)
+
+        def save():
+            return pcg.tobytes(), spare.tobytes()
+
+        def restore(position, owner=owner):
+            pcg[:] = np.frombuffer(position[0], dtype=np.uint8)
+            spare[:] = np.frombuffer(position[1], dtype=np.uint8)
+        return save, restore
+    return (lambda: bg.state), (lambda position: setattr(bg, "state", position))
+
+
 def global_random_position():
     """Where numpy's global generator (np.random.normal and the like) is in its stream."""
     global _reader
@@ -675,11 +711,13 @@ def generators_of(rec):
 _program_ids = itertools.count()
 
 
-def compile_program(rec, inputs, outputs):
+def compile_program(rec, inputs, outputs, treedef=None, build=False):
     """The recording as a function of the input slots returning the output expressions.
 
     `inputs`: the Vars of the traced input leaves, in order; `outputs`: the flat output
-    leaves (Vars or constants). Returns (function, source)."""
+    leaves (Vars or constants); with `build`, the function returns them in the structure
+    `treedef` when `pytree.build_source` can write it (else the flat tuple). Returns
+    (function, source, whether the result is built)."""
     body = list(rec.lines) + list(rec.effects)
     out_exprs = []
     input_slots = {v.slot for v in inputs}
@@ -694,13 +732,15 @@ def compile_program(rec, inputs, outputs):
     args = ", ".join(f"v{v.slot}" for v in inputs)
     name = f"_replay_{next(_program_ids)}"
     lines = [f"def {name}({args}):"] + [f"    {line}" for line in _live(body, out_exprs)]
-    lines.append(f"    return ({''.join(e + ', ' for e in out_exprs)})")
+    built = pytree.build_source(treedef, out_exprs) if build else None
+    lines.append(f"    return {built}" if built is not None else
+                 f"    return ({''.join(e + ', ' for e in out_exprs)})")
     source = "\n".join(lines)
     namespace = {"Miss": Miss, "same": same, "copy": _copy, "shape": np.shape}
     namespace.update({f"c{k}": c for k, c in enumerate(rec.consts)})
     namespace.update({f"r{k}": r for k, r in enumerate(rec.refs)})
     exec(compile(source, f"<scg.jit {name}>", "exec"), namespace)
-    return namespace[name], source
+    return namespace[name], source, built is not None
 
 
 def _copy(x):

@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 
+from ..core.replay import INLINE
 from ..core.tape import Box, Primitive, Tracer, defvjp, strip
 from ..errors import TracingError
 from ..core.facts import LARGE, known_sum, remember
@@ -150,6 +151,14 @@ def _power(a, b):
     return np.power(a, b)
 
 
+def _inline_power(args, exprs, ans, const):
+    a, b = args
+    if type(a) is np.ndarray and not (type(b) in _NUMBERS and b == 2 and a.size >= LARGE):
+        return f"{exprs[0]} ** {exprs[1]}"
+    return None
+
+
+INLINE[_power] = _inline_power
 power = prim("power", _power, batch=EW)
 
 defvjp(add, lambda g, ans, a, b: unbroadcast(g, shape(a)),
@@ -387,6 +396,22 @@ def _swapaxes(x, a, b):
     return x.swapaxes(a, b) if type(x) is np.ndarray else np.swapaxes(x, a, b)
 
 
+def _inline_reshape(args, exprs, ans, const):
+    return f"{exprs[0]}.reshape({ans.shape!r})" if type(args[0]) is np.ndarray else None
+
+
+def _inline_swapaxes(args, exprs, ans, const):
+    x, a, b = args
+    if type(x) is np.ndarray and x.ndim == 2 and type(a) is int and type(b) is int and \
+            a % 2 != b % 2:
+        return f"{exprs[0]}.T"  # (the same view as swapaxes: a matrix transposed)
+    return None
+
+
+INLINE[_reshape] = _inline_reshape
+INLINE[_swapaxes] = _inline_swapaxes
+
+
 def _broadcast_to(x, target):
     x_shape = shape(x)
     if x_shape == target:
@@ -449,6 +474,7 @@ def _expand_dims(x, axis):
     return np.expand_dims(x, axis)
 
 
+INLINE[_expand_dims] = _inline_reshape  # (a reshape to the result's shape)
 expand_dims = prim("expand_dims", _expand_dims, batch=_batch_expand_dims)
 squeeze = prim("squeeze", np.squeeze, batch=_batch_squeeze)
 broadcast_to = prim("broadcast_to", _broadcast_to, batch=_batch_broadcast_to)
@@ -737,6 +763,16 @@ def _matmul(a, b):
     if type(a) is np.ndarray and type(b) is np.ndarray and a.ndim == 2 == b.ndim:
         return a.dot(b)  # the same product as np.matmul, with less overhead on small arrays
     return np.matmul(a, b)
+
+
+def _inline_matmul(args, exprs, ans, const):
+    a, b = args
+    if type(a) is np.ndarray and type(b) is np.ndarray and a.ndim == 2 == b.ndim:
+        return f"{exprs[0]}.dot({exprs[1]})"
+    return None
+
+
+INLINE[_matmul] = _inline_matmul
 
 
 def _batch_matmul(prim, args, kwargs, batched):
