@@ -21,6 +21,9 @@ EW = "elementwise"
 # scg.kernels.fused, which sits above this layer (None: numpy alone). Each returns None
 # for an array it does not take.
 LARGE_PASSES = {"square": None, "square_vjp": None}
+# One compiled loop instead of several numpy calls on small arrays: installed by
+# scg.kernels.elementwise (None: numpy alone; each returns None for an array it does not take).
+SMALL_PASSES = {"sigmoid": None}
 
 
 def prim(name, fn, kind="smooth", doc=None, batch=None):
@@ -957,6 +960,11 @@ einsum.vjps = _EinsumRules(_einsum_piece)
 
 
 def _sigmoid(x):
+    small = SMALL_PASSES["sigmoid"]
+    if small is not None:
+        out = small(x)
+        if out is not None:
+            return out
     # exp(-x) overflows to inf for x < -709, and 1 / (1 + inf) = 0 is then the right answer.
     with np.errstate(over="ignore"):
         return 1.0 / (1.0 + np.exp(np.negative(x, dtype=float)))

@@ -1,0 +1,52 @@
+"""The small-array loops the numpy rules take instead of several numpy calls."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import scg
+from scg.kernels import elementwise
+from scg.numpy import rules as R
+
+
+def _exact_sigmoid(x):
+    x = x.astype(np.longdouble)
+    return (1 / (1 + np.exp(-x))).astype(float)
+
+
+@pytest.mark.parametrize("x", [
+    np.array([-2.0, -1.3, -0.7, 0.0, 0.2, 2.1]),
+    np.linspace(-800.0, 800.0, 4001),            # both tails, past exp's overflow
+    np.array([[-745.5, -709.5], [36.0, 40.0]]),   # subnormal results, 1 - 2^-53
+])
+def test_sigmoid_loop_is_correctly_rounded_nearly_everywhere_and_quiet(x):
+    assert elementwise.sigmoid(x) is not None  # (the loop, not numpy, is measured here)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # (no overflow warning in either tail)
+        got = R.sigmoid(x)
+    expected = _exact_sigmoid(x)
+    assert got.shape == x.shape
+    tiny = np.finfo(float).tiny
+    rel = np.abs(got - expected) / np.maximum(expected, tiny)
+    assert rel.max() <= 2.5e-16
+    assert np.all(got[expected > 0] > 0)  # (the negative tail keeps its relative precision)
+
+
+def test_sigmoid_leaves_other_inputs_to_numpy():
+    for x in (np.float64(0.3), np.array(0.3), np.ones(5000), np.ones((4, 4))[:, ::2],
+              np.ones(3, dtype=np.float32)):
+        assert elementwise.sigmoid(x) is None
+        np.testing.assert_allclose(R.sigmoid(x), 1 / (1 + np.exp(-np.asarray(x, float))),
+                                   rtol=1e-7)
+    assert type(R.sigmoid(np.float64(0.3))) is np.float64
+
+
+def test_sigmoid_gradient_to_second_order_on_small_arrays():
+    x = np.array([-3.0, -0.5, 0.25, 4.0])
+    f = lambda v: np.sum(scg.sigmoid(v) ** 2)  # noqa: E731
+    g, h = scg.grad(f)(x), scg.hessian(f)(x)
+    s = _exact_sigmoid(x)
+    ds = s * (1 - s)
+    np.testing.assert_allclose(g, 2 * s * ds, rtol=1e-13)
+    np.testing.assert_allclose(np.diag(h), 2 * ds * ds + 2 * s * ds * (1 - 2 * s), rtol=1e-12)
