@@ -35,6 +35,9 @@ class Estimator:
             black box downstream biases it (the stochastic layer checks this).
         antithetic: draws come in pairs (draw i with draw i + n/2).
         baseline: a `scg.baselines.Baseline` or None (score-function estimators).
+        own_draws: the site's values are draws of its distribution (or points of its
+            support), so the log-probability the surrogate takes of them skips the
+            support test; False for values of another law (a relaxation).
     """
 
     name = "estimator"
@@ -42,6 +45,7 @@ class Estimator:
     differentiable = False
     antithetic = False
     baseline = None
+    own_draws = False
 
     # ------------------------------------------------------------ validity and drawing
     def check(self, name, dist):

@@ -34,6 +34,7 @@ class Enumerate(Estimator):
     """
 
     name = "enumerate"
+    own_draws = True
 
     def __init__(self, max_combinations=100_000):
         if isinstance(max_combinations, bool) or not isinstance(max_combinations, int) or \

@@ -17,6 +17,7 @@ class Pathwise(Estimator):
     """
 
     name = "pathwise"
+    own_draws = True
     differentiable = True
 
     def __init__(self, antithetic=False):

@@ -34,6 +34,7 @@ class Score(Estimator):
     """
 
     name = "score"
+    own_draws = True
 
     def __init__(self, baseline=None, antithetic=False):
         self.baseline = as_baseline(baseline)

@@ -12,6 +12,7 @@ import numpy as np
 
 from ..core import replay
 from ..core.tape import Box, Tracer, kept, read_only, strip
+from ..distributions._util import own_draws
 from ..distributions.base import Distribution, family_of
 from ..errors import EstimatorError, TracingError
 from ..estimators import Estimator, Pathwise, Score
@@ -87,6 +88,9 @@ class Site:
             lp = self.dist.last_log_prob(draw)
             if lp is not None:
                 lp = lp.value if isinstance(lp, PerSample) else lp
+            elif getattr(self.estimator, "own_draws", False):
+                with _no_recording(), own_draws():
+                    lp = _traced_physical(self.dist, draw.level).log_prob(draw.value)
             else:
                 with _no_recording():
                     lp = _traced_physical(self.dist, draw.level).log_prob(draw.value)
