@@ -1084,3 +1084,29 @@ def test_inlined_operations_give_the_eager_values():
     assert jitted.stats["replays"] >= 1, jitted.explain()
     source = next(e.source for e in jitted._entries.values() if e.source)
     assert ".T" in source and ".dot(" in source and ".reshape(" in source and " ** " in source
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+@pytest.mark.parametrize("family", ["logits", "scale"])
+def test_a_parameter_that_breaks_its_constraint_in_a_replay_raises_the_eager_error(bad, family):
+    """Constraints are checked on every replay (finiteness with the other finiteness
+    checks, in one pass); a replay that fails one runs afresh and raises the error."""
+    def model(theta):
+        if family == "logits":
+            b = scg.sample("b", scg.Bernoulli(logits=theta), estimator=scg.Score(baseline="loo"))
+        else:
+            b = scg.sample("b", scg.Normal(0.0, theta))
+        return np.sum(b ** 2)
+
+    grad = scg.jit(scg.grad(scg.expectation(model, n=4, seed=0)))
+    eager = scg.grad(scg.expectation(model, n=4, seed=0))  # (in step with it)
+    theta = np.array([0.5, 1.0, 2.0])
+    for _ in range(4):
+        np.testing.assert_array_equal(grad(theta), eager(theta))
+    assert grad.stats["replays"] >= 1
+    broken = theta.copy()
+    broken[1] = bad if family == "logits" else -bad
+    for fn in (grad, eager):
+        with pytest.raises(ValueError, match="parameter '(logits|scale)' must be"):
+            fn(broken)
+    np.testing.assert_array_equal(grad(theta), eager(theta))

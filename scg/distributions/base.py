@@ -15,6 +15,7 @@ import numpy as np
 from ..core import replay
 from ..core.tape import Box, Tracer, strip
 from ..errors import TracingError
+from ..kernels.parallel import all_finite
 from ..numpy import rules as R
 
 _VALIDATE = [True]
@@ -63,7 +64,8 @@ class Distribution:
                 continue
             plain = strip(value)
             if type(plain) is replay.Var and replay.expect(
-                    constraint.holds, plain, f"the constraint on {name_of}'s {name}"):
+                    all_finite if constraint.finiteness else constraint.holds, plain,
+                    f"the constraint on {name_of}'s {name}"):
                 continue  # (under scg.jit: checked again on every replay)
             raw = _without_repeats(np.asarray(strip(plain), dtype=float))
             ok = np.asarray(constraint.check(raw))

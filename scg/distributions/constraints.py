@@ -30,6 +30,12 @@ class Constraint:
             ok = np.all(ok, axis=tuple(range(-self.event_dim, 0)))
         return ok
 
+    @property
+    def finiteness(self):
+        """Is the constraint "every entry finite" (then its test can join the others of
+        that kind: one pass over them all under scg.jit)?"""
+        return type(self).check is Constraint.check and self._check is _finite
+
     def holds(self, value):
         """Does every entry of value satisfy the constraint?"""
         if type(self).check is Constraint.check and not self.event_dim:

@@ -132,7 +132,9 @@ _F64 = np.dtype(np.float64)
 _isfinite = math.isfinite
 
 
-def _all_finite(x):
+def all_finite(x):
+    """Is every entry of x finite? (Under scg.jit, the checks of one call join in one
+    pass over them all: `all_finite.many`.)"""
     return count_nonfinite(x) == 0
 
 
@@ -148,7 +150,7 @@ def _all_finite_many(*xs):
     return count_nonfinite(flat) == 0
 
 
-_all_finite.many = _all_finite_many
+all_finite.many = _all_finite_many
 
 
 def count_nonfinite(x):
@@ -156,7 +158,7 @@ def count_nonfinite(x):
     array, else one summing pass when there are none (a sum is finite only if every entry
     is). Under scg.jit, the replays check it again."""
     if type(x) is Var:
-        return 0 if replay.expect(_all_finite, x, "a finiteness check") else \
+        return 0 if replay.expect(all_finite, x, "a finiteness check") else \
             count_nonfinite(x.concrete)
     if type(x) is not np.ndarray or x.dtype != _F64:
         x = np.asarray(x, dtype=float)
