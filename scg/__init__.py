@@ -1,7 +1,7 @@
 """scg: gradients of expectations through stochastic computation graphs."""
 
 from . import numpy as _numpy_rules  # noqa: F401  (installs numpy dispatch on traced values)
-from .kernels import elementwise as _small_kernels  # noqa: F401  (installs small-array loops)
+from .kernels import small as _small_kernels  # noqa: F401  (installs small-array loops)
 from . import distributions
 from .differential_operators import grad, hessian, hvp, jacobian, value_and_grad
 from .jit import jit

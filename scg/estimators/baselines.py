@@ -14,6 +14,7 @@ import warnings
 import numpy as np
 
 from ..errors import BiasWarning, EstimatorError
+from ..kernels import small
 from ..kernels.parallel import loo_advantage
 
 
@@ -84,7 +85,8 @@ class LeaveOneOut(Baseline):
         n = q.shape[0]
         if n < 2:
             self._check(q)
-        fast = loo_advantage(q)  # many draws: one pass over the threads after the sum
+        # a few draws: one compiled loop; many: one pass over the threads after the sum
+        fast = small.loo_advantage(q) if q.size < small.SMALL else loo_advantage(q)
         if fast is not None:
             return fast
         # q - (sum - q) / (n - 1) = (n q - sum) / (n - 1), in two passes

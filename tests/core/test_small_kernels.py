@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import scg
-from scg.kernels import elementwise
+from scg.kernels import small as elementwise
 from scg.numpy import rules as R
 
 
@@ -50,3 +50,25 @@ def test_sigmoid_gradient_to_second_order_on_small_arrays():
     ds = s * (1 - s)
     np.testing.assert_allclose(g, 2 * s * ds, rtol=1e-13)
     np.testing.assert_allclose(np.diag(h), 2 * ds * ds + 2 * s * ds * (1 - 2 * s), rtol=1e-12)
+
+
+@pytest.mark.parametrize("shape", [(2,), (8,), (100,), (8, 3), (5, 2, 4)])
+def test_leave_one_out_loop_is_the_mean_of_the_other_draws(shape):
+    from scg.kernels import small
+    q = np.random.default_rng(1).normal(3.0, 2.0, shape)
+    got = small.loo_advantage(q)
+    n = shape[0]
+    others = (q.sum(axis=0, keepdims=True) - q) / (n - 1)
+    np.testing.assert_allclose(got, q - others, rtol=1e-13, atol=1e-13)
+    assert got.shape == q.shape
+
+
+def test_leave_one_out_loop_leaves_other_inputs_to_numpy():
+    from scg.kernels import small
+    for q in (np.ones(1), np.ones((1, 3)), np.ones((0, 2)), np.ones(8, dtype=np.float32),
+              np.ones((8, 4))[:, ::2], np.ones(5000), np.float64(2.0)):
+        assert small.loo_advantage(q) is None
+    baseline = scg.baselines.LeaveOneOut()
+    q = np.ones((8, 4))[:, ::2] * np.arange(8.0)[:, None]
+    np.testing.assert_allclose(baseline.advantage(q, {}),
+                               q - (q.sum(0) - q) / 7, rtol=1e-13, atol=1e-13)
