@@ -781,6 +781,12 @@ INLINE[_matmul] = _inline_matmul
 def _batch_matmul(prim, args, kwargs, batched):
     (a, b), (ba, bb) = args, batched
     sa, sb = _element_shape(a, ba), _element_shape(b, bb)
+    # one side shared and at most a matrix: numpy's own broadcasting of the stacked side
+    # is the product element by element (draws (n, k) times weights (k,) or (k, p))
+    if bb is None and len(sa) >= 1 and 1 <= len(sb) <= 2:
+        return matmul(a, b)
+    if ba is None and len(sb) >= 2 and 1 <= len(sa) <= 2:
+        return matmul(a, b)
     a_vec, b_vec = len(sa) == 1, len(sb) == 1
     if a_vec:  # (k,) -> (1, k), batched or not
         a, sa = expand_dims(a, -2), (1,) + sa

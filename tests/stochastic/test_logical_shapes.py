@@ -120,3 +120,36 @@ def test_branching_on_shared_values_is_allowed():
 
     g = scg.grad(scg.expectation(model, n=20_000, seed=0))(1.5)
     assert g == pytest.approx(3.0, abs=0.1)
+
+
+@pytest.mark.parametrize("draw_shape,shared_shape,draw_left", [
+    ((3,), (3,), True), ((3,), (3, 2), True), ((4, 3), (3,), True), ((4, 3), (3, 2), True),
+    ((2, 4, 3), (3, 2), True), ((3,), (5, 3, 2), True),
+    ((3,), (3,), False), ((3,), (2, 3), False), ((3, 2), (3,), False),
+    ((3, 2), (4, 3), False), ((5, 3, 2), (4, 3), False), ((3,), (5, 2, 3), False),
+])
+def test_products_of_draws_and_shared_arrays_match_a_loop(draw_shape, shared_shape,
+                                                          draw_left):
+    """draw @ shared and shared @ draw, per draw, for vectors, matrices and stacks on
+    either side; values and the gradient in the shared array."""
+    n = 4
+    shared0 = np.random.default_rng(2).normal(size=shared_shape)
+
+    def model(shared):
+        v = scg.sample("v", scg.Normal(np.zeros(draw_shape), 1.0))
+        return np.sum(np.tanh(v @ shared if draw_left else shared @ v))
+
+    t = run(model, shared0, n=n)
+    v = np.asarray(t.sites["v"].value)
+    prod = (lambda x, s: x @ s) if draw_left else (lambda x, s: s @ x)
+    expected = [np.sum(np.tanh(prod(v[i], shared0))) for i in range(n)]
+    np.testing.assert_allclose(np.asarray(t.costs["return"]).reshape(n), expected, rtol=1e-12)
+    g = scg.grad(scg.expectation(model, n=n, seed=0))(shared0)
+    eps, fd = 1e-6, np.zeros(shared_shape)
+    for idx in np.ndindex(*shared_shape):
+        up, down = shared0.copy(), shared0.copy()
+        up[idx] += eps
+        down[idx] -= eps
+        fd[idx] = np.mean([np.sum(np.tanh(prod(v[i], up))) - np.sum(np.tanh(prod(v[i], down)))
+                           for i in range(n)]) / (2 * eps)
+    np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-8)
