@@ -1063,14 +1063,16 @@ def test_replayed_results_keep_their_structure():
 
 
 def test_inlined_operations_give_the_eager_values():
-    """Transposes, matrix products, reshapes, new axes and powers are replayed as numpy
-    expressions rather than calls of their wrappers: the values must be the eager ones,
-    for the shapes that are inlined (matrices) and those that are not (stacks, vectors)."""
+    """Transposes, matrix products, reshapes, new axes, powers and sums are replayed as
+    numpy expressions rather than calls of their wrappers: the values must be the eager
+    ones, for the shapes that are inlined (matrices) and those that are not (stacks,
+    vectors, large sums)."""
     def loss(w, stack, v):
         h = np.swapaxes(w, 0, 1) @ w + np.swapaxes(stack, -1, -2).sum(0)
         u = np.expand_dims(v, -1) * h.reshape(-1)[: v.size, None]
         return np.sum(h ** 2) + np.sum(u ** -1.5) + np.sum((v @ w[:, :3]) ** 3) + \
-            np.sum(np.matmul(stack, stack) ** 0.5)
+            np.sum(np.matmul(stack, stack) ** 0.5) + np.sum(np.sum(h, axis=0) ** 2) + \
+            np.sum(np.sum(np.concatenate([v] * 300)[:, None] * v, axis=1, keepdims=True) ** 2)
 
     g = scg.grad(loss, argnums=(0, 1, 2))
     jitted = scg.jit(g)
@@ -1084,6 +1086,7 @@ def test_inlined_operations_give_the_eager_values():
     assert jitted.stats["replays"] >= 1, jitted.explain()
     source = next(e.source for e in jitted._entries.values() if e.source)
     assert ".T" in source and ".dot(" in source and ".reshape(" in source and " ** " in source
+    assert ", None, None, " in source  # (np.add.reduce(x, axis, None, None, keepdims))
 
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf])

@@ -151,10 +151,14 @@ class _Recording:
                 return args[0]  # (a reshape or broadcast to the same shape: nothing to do)
         call = self.ref(fn) if source or not _is_plain_function(fn) else self.const(fn)
         parts = [self._expr(a) for a in args]
+        inline = INLINE.get(fn) if not source else None
+        if inline is not None:
+            named = {k: self._expr(v) for k, v in kwargs.items()} if kwargs else {}
+            expr = inline(raw, kw, ans, parts, named, self.const)
+        else:
+            expr = None
         if kwargs:
             parts += [f"{k}={self._expr(v)}" for k, v in kwargs.items()]
-        inline = INLINE.get(fn) if not source and not kwargs else None
-        expr = inline(raw, parts, ans, self.const) if inline is not None else None
         if expr is not None:
             out = self._new(ans)
             self.lines.append(f"v{out.slot} = {expr}")
@@ -237,10 +241,10 @@ class _Recording:
 
 _PLAIN_CONSTANTS = (int, float, bool, str, complex)
 
-# fn -> inline(args, arg_exprs, result, const): the expression a replay computes
-# fn(*args) by, without the call of fn (its wrapper's tests are settled by the recorded
-# types and shapes), or None to call fn. Registered where each fn is defined; the
-# expression must give exactly fn's result. `const(x)` names a constant.
+# fn -> inline(args, kwargs, result, arg_exprs, kwarg_exprs, const): the expression a
+# replay computes fn(*args, **kwargs) by, without the call of fn (its wrapper's tests are
+# settled by the recorded types and shapes), or None to call fn. Registered where each fn
+# is defined; the expression must give exactly fn's result. `const(x)` names a constant.
 INLINE = {}
 # primitives whose result's shape may depend on the values of their arguments
 _VALUE_SHAPED = frozenset(["getitem", "gather", "take", "take_along_axis"])

@@ -154,7 +154,7 @@ def _power(a, b):
     return np.power(a, b)
 
 
-def _inline_power(args, exprs, ans, const):
+def _inline_power(args, kwargs, ans, exprs, named, const):
     a, b = args
     if type(a) is np.ndarray and not (type(b) in _NUMBERS and b == 2 and a.size >= LARGE):
         return f"{exprs[0]} ** {exprs[1]}"
@@ -321,6 +321,19 @@ def _sum(x, axis=None, keepdims=False):
     return np.add.reduce(x, axis=axis, keepdims=keepdims)  # np.sum minus its Python wrapper
 
 
+def _inline_sum(args, kwargs, ans, exprs, named, const):
+    x = args[0]
+    if type(x) is not np.ndarray or (x.size >= 512 and x.dtype == np.float64) or \
+            len(args) > 1:
+        return None
+    axis = named.get("axis", "None")
+    keepdims = named.get("keepdims", "False")
+    return f"{const(np.add.reduce)}({exprs[0]}, {axis}, None, None, {keepdims})"
+
+
+INLINE[_sum] = _inline_sum
+
+
 def _sum_large(x, axis, keepdims):
     """Sums over the draws of a large cotangent, faster than numpy's reduction across a
     short inner axis: broadcast (stride-0) axes are summed once, and a reduction over the
@@ -399,11 +412,11 @@ def _swapaxes(x, a, b):
     return x.swapaxes(a, b) if type(x) is np.ndarray else np.swapaxes(x, a, b)
 
 
-def _inline_reshape(args, exprs, ans, const):
+def _inline_reshape(args, kwargs, ans, exprs, named, const):
     return f"{exprs[0]}.reshape({ans.shape!r})" if type(args[0]) is np.ndarray else None
 
 
-def _inline_swapaxes(args, exprs, ans, const):
+def _inline_swapaxes(args, kwargs, ans, exprs, named, const):
     x, a, b = args
     if type(x) is np.ndarray and x.ndim == 2 and type(a) is int and type(b) is int and \
             a % 2 != b % 2:
@@ -768,7 +781,7 @@ def _matmul(a, b):
     return np.matmul(a, b)
 
 
-def _inline_matmul(args, exprs, ans, const):
+def _inline_matmul(args, kwargs, ans, exprs, named, const):
     a, b = args
     if type(a) is np.ndarray and type(b) is np.ndarray and a.ndim == 2 == b.ndim:
         return f"{exprs[0]}.dot({exprs[1]})"
