@@ -6,6 +6,7 @@ exponential); the path is one fused kernel, its derivatives are 1 and eps, writt
 
 import numpy as np
 
+from ..core.replay import INLINE
 from ..core.tape import defvjp
 from ..kernels import continuous as K
 from ..kernels import fused as F
@@ -31,6 +32,7 @@ def _path(eps, loc, scale):
 
 
 loc_scale_path.fn = _path
+INLINE[_path] = INLINE[_kernel_path]  # (scg.jit: small noise replays the kernel's call)
 
 
 def _scale_vjp(g, ans, eps, loc, scale):

@@ -20,6 +20,7 @@ import numpy as np
 from numba import njit  # noqa: F401  (re-exported for the kernel modules)
 
 from ..core.facts import LARGE
+from ..core.replay import INLINE
 from ..core.tape import Box, Primitive, Tracer, backward, defvjp, new_level, new_root
 from ..numpy import rules as R
 
@@ -90,7 +91,8 @@ def _run_small(kernel, which, a0, args):
         elif a.shape == shape or (size == 1 and a.size == 1):
             v = a.reshape(rows, cols)
         elif a.size == 1:
-            v = np.full((rows, cols), a.item())
+            v = np.empty((rows, cols))  # (np.full costs three times this)
+            v.fill(a.item())
         else:
             return None
         views.append(v)
@@ -119,6 +121,64 @@ def _entry_point(kernel):
 
 
 _ENTRY = {}  # kernel -> its compiled entry point (see _entry_point)
+
+
+def _small_call(kernel, which, args):
+    """For scg.jit: `run(kernel, which, *args)` as a function specialized to the recorded
+    kinds and shapes of args (what `_run_small` decides on every call, decided once), or
+    None when `_run_small` would not take the call."""
+    a0 = args[0]
+    if type(a0) is not np.ndarray or not a0.ndim or a0.size >= PARALLEL_MIN:
+        return None
+    shape, size = a0.shape, a0.size
+    rows = shape[0]
+    cols = size // rows if rows else 0
+    views, fills = [], []  # (np.full costs three times np.empty and .fill)
+    for k, a in enumerate(args):
+        t = type(a)
+        if t is _F64_SCALAR or t is float:
+            fills.append(f"    b{k} = empty(grid)\n    b{k}.fill(a{k})\n")
+            views.append(f"b{k}")
+        elif t is not np.ndarray or a.dtype is not _F64:
+            return None
+        elif a.shape == shape or (size == 1 and a.size == 1):
+            views.append(f"a{k}.reshape(grid)")
+        elif a.size == 1:
+            fills.append(f"    b{k} = empty(grid)\n    b{k}.fill(a{k}.item())\n")
+            views.append(f"b{k}")
+        else:
+            return None
+    names = ", ".join(f"a{k}" for k in range(len(args)))
+    source = (f"def call({names}):\n" + "".join(fills) +
+              f"    out = empty(grid)\n"
+              f"    entry(which, out, {', '.join(views)})\n"
+              f"    return out.reshape(shape)\n")
+    entry = _ENTRY.get(kernel)
+    if entry is None:
+        entry = _ENTRY[kernel] = _entry_point(kernel)
+    namespace = {"empty": np.empty, "entry": entry, "which": which,
+                 "grid": (rows, cols), "shape": shape}
+    exec(compile(source, f"<scg.jit kernel {getattr(kernel, '__name__', '')}>", "exec"),
+         namespace)
+    return namespace["call"]
+
+
+def _inline_kernel(kernel, which):
+    """The INLINE entry of a kernel-backed primitive (see scg/core/replay.py)."""
+    calls = {}  # the specialized functions, one per kind of call (kept: constants of programs)
+
+    def inline(args, kwargs, ans, exprs, named, const):
+        if kwargs:
+            return None
+        key = tuple((type(a), getattr(a, "shape", None), getattr(a, "dtype", None))
+                    for a in args)
+        if key not in calls:
+            if len(calls) >= 64:  # (shapes that change on every call)
+                calls.clear()
+            calls[key] = _small_call(kernel, which, args)
+        call = calls[key]
+        return None if call is None else f"{const(call)}({', '.join(exprs)})"
+    return inline
 
 
 # below this many entries a thread launch costs more than it saves
@@ -207,10 +267,12 @@ def kernel_primitives(name, kernel, twin, n_args, differentiable=None, flat=None
     for i in differentiable:
         d = Primitive(f"{name}_d{i}", lambda *a, _w=i + 1: run(kernel, _w, *a),
                       doc=f"Derivative of {name} in argument {i}, elementwise.", batch=EW)
+        INLINE[d.fn] = _inline_kernel(kernel, i + 1)
         defvjp(d, *[composite_vjp(lambda *a, _w=i + 1: twin(_w, *a), j) for j in range(n_args)])
         derivs[i] = d
     main = Primitive(name, lambda *a: run(kernel, 0, *a),
                      doc=f"{name}, elementwise, computed by a numba kernel.", batch=EW)
+    INLINE[main.fn] = _inline_kernel(kernel, 0)
 
     def vjp(i):
         if derivs[i] is None:
