@@ -296,6 +296,7 @@ def install_array_methods(cls):
         "flatten": lambda a: R.reshape(a, (-1,)),
         "dot": lambda a, b: R.dot(a, b),
         "clip": lambda a, lo=None, hi=None: R.clip(a, lo, hi),
+        "astype": lambda a, dtype, copy=True: R.astype(a, dtype),
         "argmax": lambda a, axis=None: R.argmax(a, axis=axis),
         "argmin": lambda a, axis=None: R.argmin(a, axis=axis),
     }

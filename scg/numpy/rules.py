@@ -257,6 +257,30 @@ less = prim("less", np.less, "jump", batch=EW)
 less_equal = prim("less_equal", np.less_equal, "jump", batch=EW)
 equal = prim("equal", np.equal, "jump", batch=EW)
 not_equal = prim("not_equal", np.not_equal, "jump", batch=EW)
+
+
+def _cast(x, dtype):
+    return np.asarray(x).astype(dtype)
+
+
+# x.astype(dtype): between floating types the value is carried over and so is its
+# derivative (cast back to the input's type); to or from integers and bools it is a step
+cast = prim("cast", _cast, doc="x.astype(dtype) between floating types.", batch=EW)
+cast_step = prim("cast_step", _cast, "jump",
+                 doc="x.astype(dtype) to or from integers or bools (no derivative).", batch=EW)
+defvjp(cast, lambda g, ans, x, dtype: cast(g, np.result_type(strip(x))))
+
+
+def astype(x, dtype):
+    """x.astype(dtype) of a traced value: the derivative goes through a cast between
+    floating types and stops at one to or from integers or bools."""
+    target = np.dtype(dtype)
+    source = np.result_type(strip(x))
+    if target == source:
+        return x  # (traced values are never changed in place: no copy needed)
+    if target.kind in "fc" and source.kind in "fc":
+        return cast(x, target)
+    return cast_step(x, target)
 def _batch_arg_extremum(prim, args, kwargs, batched):
     if kwargs.get("axis") is None:  # over the flattened element
         flat = reshape(args[0], (-1, int(np.prod(batched[0]))))

@@ -264,6 +264,9 @@ REGISTRY = {
                 Case(lambda a, index: a[index] ** 2, GETITEM, name="squared")],
     R.gather: [Case(lambda a, index: R.gather(a, (slice(None), R.SLOT), index),
                     fixed((((2, 3),), {"index": np.array([2, 0, 2])})))],
+    # casts between floating types (x.astype): the derivative is carried through
+    R.cast: [unary(lambda a: a.astype(np.longdouble).astype(np.float64) * a,
+                   name="astype to long double and back")],
     # stable helpers
     scg.sigmoid: [unary(scg.sigmoid, uniform(-5.0, 5.0))],
     scg.softplus: [unary(scg.softplus, uniform(-5.0, 5.0))],
