@@ -1061,7 +1061,7 @@ log_softmax = prim("log_softmax", _log_softmax, batch=_batch_along_axis,
 defvjp(sigmoid, lambda g, ans, x: multiply(g, multiply(ans, subtract(1.0, ans))))
 # sigmoid(x) = 1 - exp(-softplus(x)) = -expm1(-ans): exact at both ends, x = -inf and +inf
 defvjp(softplus, lambda g, ans, x: negative(multiply(g, expm1(negative(ans)))))
-defvjp(relu, lambda g, ans, x: where(strip(ans) > 0, g, 0.0))  # 0 where x <= 0 or x is nan
+defvjp(relu, lambda g, ans, x: where(strip(ans) > 0.0, g, 0.0))  # 0 where x <= 0 or x is nan
 defvjp(logsumexp, lambda g, ans, x, axis=None, keepdims=False:
        multiply(_restore_reduced(g, shape(x), axis, keepdims),
                 exp(subtract(x, _restore_reduced(ans, shape(x), axis, keepdims)))))
