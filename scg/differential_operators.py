@@ -128,9 +128,12 @@ def _as_python_float(value):
     return float(value.item() if hasattr(value, "item") else value)
 
 
-def _finish_recorded(grads, shapes, distinct):
+def _finish_recorded(grads, shapes, distinct, constants=()):
     # (replayed on every call: float64 arrays of the right shapes, writeable and with
-    # distinct memory owners, are returned as they are after the cheapest tests)
+    # distinct memory owners, are returned as they are after the cheapest tests; the
+    # gradients that are constants of the recording are copied, each call's own)
+    if constants:
+        grads = tuple(g.copy() if k in constants else g for k, g in enumerate(grads))
     owners = set()
     for g, shape in zip(grads, shapes):
         if type(g) is not np.ndarray or g.dtype is not _F64 or g.shape != shape:
@@ -154,7 +157,9 @@ def _finish(grads, shapes, distinct=True):
     of `a + b` gives both the same array; a bias's cotangent can be a row of another's).
     """
     if any(type(g) is Var for g in grads):  # (under scg.jit: the same conversion, recorded)
-        return list(replay.pure(_finish_recorded, tuple(grads), tuple(shapes), distinct))
+        constants = tuple(k for k, g in enumerate(grads) if type(g) is np.ndarray)
+        return list(replay.pure(_finish_recorded, tuple(grads), tuple(shapes), distinct,
+                                constants))
     seen = set()  # the ids of the memory owners of the arrays returned so far
     out = []
     for g, shape in zip(grads, shapes):

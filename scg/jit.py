@@ -300,7 +300,9 @@ class Jitted:
                  f"recorded, {self.stats['eager']} run without recording"]
         if self._uncached:
             lines.append("  some calls ran afresh without a key: the function reaches more "
-                         f"than {BUDGET} values (closures, globals, objects' attributes), an "
+                         f"than {BUDGET} values (closures, globals, objects' attributes) or "
+                         "an object whose attribute lookup raises something else than "
+                         "AttributeError, an "
                          f"argument could not be compared, or {_GIVE_UP} calls in a row had a "
                          "structure or closure never seen before (a value the function "
                          "closes over changes on every call: pass it as an argument)")

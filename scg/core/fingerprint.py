@@ -65,6 +65,7 @@ class Watch:
 
 
 _TOKENS = 256  # fingerprints a Watch remembers (a function that changes on every call)
+_COMPILED_MAX = 500  # reads checked by generated code (more: by the loop)
 _MISSING = object()
 _CELL, _ITEM, _LEN, _ARRAY, _ATTR, _INDEX, _DIGEST, _SET, _GENERATOR = range(9)
 # arrays above this many entries are compared by a digest of their bytes
@@ -79,7 +80,10 @@ class TooMuch(Exception):
 
 def _compiled(checks):
     """`_unchanged(checks)` as straight-line code: one test per read, the objects read and
-    what they gave bound as constants (about half the time of the loop, on every call)."""
+    what they gave bound as constants (about half the time of the loop, on every call).
+    Above _COMPILED_MAX reads, the loop: compiling the code would cost more than a walk."""
+    if len(checks) > _COMPILED_MAX:
+        return lambda: _unchanged(checks)
     lines, names = [], {"MISSING": _MISSING, "digest": _digest}
     for k, (kind, a, b, c) in enumerate(checks):
         names[f"a{k}"], names[f"b{k}"], names[f"c{k}"] = a, b, c
@@ -261,7 +265,7 @@ def _walk(x, out, seen, depth, checks):
         if t is not list and hasattr(x, "__dict__"):
             _walk_dict(vars(x), out, seen, depth, checks)
         return
-    if hasattr(x, "__replay_attrs__") and not isinstance(x, type):
+    if _read(x, "__replay_attrs__", None) is not None and not isinstance(x, type):
         out.append(t)
         attrs = vars(x)
         for name in x.__replay_attrs__:
@@ -270,7 +274,7 @@ def _walk(x, out, seen, depth, checks):
             if value is not _MISSING:
                 _walk(value, out, seen, depth, checks)
         return
-    attrs = getattr(x, "__dict__", None)
+    attrs = _read(x, "__dict__", None)
     slots = [name for c in t.__mro__ for name in getattr(c, "__slots__", ())
              if name not in ("__dict__", "__weakref__")]
     if type(attrs) is dict or slots:  # (a user's object: its attributes, and its class's)
@@ -278,7 +282,7 @@ def _walk(x, out, seen, depth, checks):
         if type(attrs) is dict:
             _walk_dict(attrs, out, seen, depth, checks)
         for name in slots:
-            value = getattr(x, name, _MISSING)
+            value = _read(x, name, _MISSING)
             checks.append((_ATTR, x, name, value))
             if value is not _MISSING:
                 out.append(name)
@@ -287,6 +291,16 @@ def _walk(x, out, seen, depth, checks):
             _walk_class(t, out, seen, depth, checks)
         return
     out.append(id(x))
+
+
+def _read(x, name, default):
+    """getattr(x, name, default), for objects whose __getattr__ raises something else than
+    AttributeError for a missing name: such an object cannot be fingerprinted (the call
+    then runs afresh, uncached)."""
+    try:
+        return getattr(x, name, default)
+    except Exception as error:
+        raise TooMuch(f"reading {name} of a {type(x).__name__} raised {error!r}") from error
 
 
 def _walk_module(module, names, out, seen, depth, checks):
@@ -302,18 +316,26 @@ def _walk_module(module, names, out, seen, depth, checks):
 
 
 def _walk_class(cls, out, seen, depth, checks):
-    """The data attributes of a user's class (class-level settings), not its methods."""
+    """The attributes of a user's classes: settings by value, and methods, properties and
+    other callables through what they are (their code, closures and the globals they read),
+    so that an attribute added to a subclass, a method replaced on the class or a callable
+    setting changed all show."""
     for c in cls.__mro__[:-1]:
         if id(c) in seen or not _user_module_name(c.__module__):
             continue
         seen.add(id(c))
         attrs = c.__dict__
+        checks.append((_LEN, attrs, len(attrs), None))
         for name, value in attrs.items():
-            if name.startswith("__") or callable(value) or isinstance(
-                    value, (property, staticmethod, classmethod)):
+            if name.startswith("__") and name.endswith("__") and \
+                    name not in ("__call__", "__init__"):
                 continue
             checks.append((_ITEM, attrs, name, value))
             out.append(name)
+            if isinstance(value, (staticmethod, classmethod)):
+                value = value.__func__
+            elif isinstance(value, property):
+                value = (value.fget, value.fset)
             _walk(value, out, seen, depth, checks)
 
 

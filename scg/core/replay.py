@@ -28,6 +28,7 @@ Code that cannot be expressed this way marks the recording `invalid` with the re
 
 import ctypes
 import itertools
+import math
 import operator
 
 import numpy as np
@@ -109,8 +110,8 @@ class _Recording:
             raise TypeError("scg.jit: a traced value of an outer transformation reached a "
                             "jitted function's operations; apply scg.jit outside scg.grad "
                             "and the other transformations, not inside them")
-        if t in _PLAIN_CONSTANTS or a is None:
-            return repr(a)
+        if (t in _PLAIN_CONSTANTS and (t is not float or math.isfinite(a))) or a is None:
+            return repr(a)  # (inf and nan are not names in a program: constants, below)
         return self.const(a)
 
     def _new(self, value):
@@ -151,7 +152,11 @@ class _Recording:
                 return args[0]  # (a reshape or broadcast to the same shape: nothing to do)
         call = self.ref(fn) if source or not _is_plain_function(fn) else self.const(fn)
         parts = [self._expr(a) for a in args]
-        inline = INLINE.get(fn) if not source else None
+        inline = INLINE.get(fn) if not source and not guard_shape else None
+        if inline is not None and getattr(inline, "constant_settings", False) and (
+                any(_holds_var(a) for a in args[1:]) or
+                any(_holds_var(v) for v in kwargs.values())):
+            inline = None  # (a shape, an axis given by a value: the call and its guard)
         if inline is not None:
             named = {k: self._expr(v) for k, v in kwargs.items()} if kwargs else {}
             expr = inline(raw, kw, ans, parts, named, self.const)
@@ -245,6 +250,9 @@ _PLAIN_CONSTANTS = (int, float, bool, str, complex)
 # replay computes fn(*args, **kwargs) by, without the call of fn (its wrapper's tests are
 # settled by the recorded types and shapes), or None to call fn. Registered where each fn
 # is defined; the expression must give exactly fn's result. `const(x)` names a constant.
+# Never used for a call whose result's shape is guarded; an inline function with the
+# attribute `constant_settings = True` is used only when the arguments after the first
+# (a shape, axes) hold no recorded value.
 INLINE = {}
 # primitives whose result's shape may depend on the values of their arguments
 _VALUE_SHAPED = frozenset(["getitem", "gather", "take", "take_along_axis"])

@@ -268,14 +268,21 @@ def _cast(x, dtype):
 cast = prim("cast", _cast, doc="x.astype(dtype) between floating types.", batch=EW)
 cast_step = prim("cast_step", _cast, "jump",
                  doc="x.astype(dtype) to or from integers or bools (no derivative).", batch=EW)
-defvjp(cast, lambda g, ans, x, dtype: cast(g, np.result_type(strip(x))))
+defvjp(cast, lambda g, ans, x, dtype: cast(g, _dtype(x)))
+
+
+def _dtype(x):
+    """x's dtype without reading its values (a recorded value's is part of its structure)."""
+    v = strip(x)
+    dtype = getattr(v, "dtype", None)
+    return dtype if isinstance(dtype, np.dtype) else np.result_type(v)
 
 
 def astype(x, dtype):
     """x.astype(dtype) of a traced value: the derivative goes through a cast between
     floating types and stops at one to or from integers or bools."""
     target = np.dtype(dtype)
-    source = np.result_type(strip(x))
+    source = _dtype(x)
     if target == source:
         return x  # (traced values are never changed in place: no copy needed)
     if target.kind in "fc" and source.kind in "fc":
@@ -355,6 +362,7 @@ def _inline_sum(args, kwargs, ans, exprs, named, const):
     return f"{const(np.add.reduce)}({exprs[0]}, {axis}, None, None, {keepdims})"
 
 
+_inline_sum.constant_settings = True
 INLINE[_sum] = _inline_sum
 
 
@@ -448,6 +456,7 @@ def _inline_swapaxes(args, kwargs, ans, exprs, named, const):
     return None
 
 
+_inline_reshape.constant_settings = _inline_swapaxes.constant_settings = True
 INLINE[_reshape] = _inline_reshape
 INLINE[_swapaxes] = _inline_swapaxes
 
