@@ -147,15 +147,19 @@ def test_counts_are_used_once_and_sums_only_inside_a_call():
 
 
 def test_reused_buffers_are_never_handed_out_while_referenced():
-    a = fused.empty((N,))
+    M = fused.REUSE_MIN + 7  # (outputs this large are reused; smaller ones are np.empty)
+    a = fused.empty((M,))
     address = a.__array_interface__["data"][0]
-    b = fused.empty((N,))
+    b = fused.empty((M,))
     assert not np.shares_memory(a, b)
     a.flags.writeable = False
     del a
-    c = fused.empty((N,))  # the buffer of a, free again
+    c = fused.empty((M,))  # the buffer of a, free again
     assert c.__array_interface__["data"][0] == address and c.flags.writeable
-    E = scg.expectation(normal_model("pathwise"), n=N, seed=0)
+    assert any(buffer is c.base for buffer in fused._BUFFERS)  # (kept by the module)
+    assert not any(buffer is fused.empty((N,)).base for buffer in fused._BUFFERS)
+    del b, c
+    E = scg.expectation(normal_model("pathwise"), n=M, seed=0)
     first = scg.grad_samples(E)(THETA).samples
     kept = {k: v.copy() for k, v in first.items()}
     second = scg.grad_samples(E)(THETA).samples
