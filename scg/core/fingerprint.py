@@ -176,6 +176,10 @@ def _walk(x, out, seen, depth, checks):
     if isinstance(x, types.ModuleType) and _user_module(x):
         out.append(id(x))  # (its attributes: through the names the code reads, below)
         return
+    if isinstance(x, type) and _user_module_name(x.__module__) and id(x) not in seen:
+        out.append(id(x))  # (a user's class read as a value: its settings and methods too)
+        _walk_class(x, out, seen, depth + 1, checks)
+        return
     if isinstance(x, _BY_IDENTITY):
         out.append(id(x))
         return
@@ -320,16 +324,19 @@ def _walk_class(cls, out, seen, depth, checks):
     other callables through what they are (their code, closures and the globals they read),
     so that an attribute added to a subclass, a method replaced on the class or a callable
     setting changed all show."""
-    for c in cls.__mro__[:-1]:
+    if depth > 24:
+        raise TooMuch
+    meta = type(cls)
+    for c in cls.__mro__[:-1] + (meta.__mro__[:-1] if meta is not type else ()):
         if id(c) in seen or not _user_module_name(c.__module__):
             continue
         seen.add(id(c))
         attrs = c.__dict__
         checks.append((_LEN, attrs, len(attrs), None))
         for name, value in attrs.items():
-            if name.startswith("__") and name.endswith("__") and \
-                    name not in ("__call__", "__init__"):
-                continue
+            if name.startswith("__") and name.endswith("__") and not isinstance(
+                    value, (types.FunctionType, staticmethod, classmethod, property)):
+                continue  # (__dict__, __module__, __doc__, __weakref__ and the like)
             checks.append((_ITEM, attrs, name, value))
             out.append(name)
             if isinstance(value, (staticmethod, classmethod)):

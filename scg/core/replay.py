@@ -26,9 +26,9 @@ Code that cannot be expressed this way marks the recording `invalid` with the re
 (`_Recording.refuse`); it is then never replayed.
 """
 
+import cmath
 import ctypes
 import itertools
-import math
 import operator
 
 import numpy as np
@@ -110,7 +110,8 @@ class _Recording:
             raise TypeError("scg.jit: a traced value of an outer transformation reached a "
                             "jitted function's operations; apply scg.jit outside scg.grad "
                             "and the other transformations, not inside them")
-        if (t in _PLAIN_CONSTANTS and (t is not float or math.isfinite(a))) or a is None:
+        if (t in _PLAIN_CONSTANTS and (t not in (float, complex) or cmath.isfinite(a))) or \
+                a is None:
             return repr(a)  # (inf and nan are not names in a program: constants, below)
         return self.const(a)
 
@@ -730,7 +731,7 @@ def compile_program(rec, inputs, outputs, treedef=None, build=False):
     leaves (Vars or constants); with `build`, the function returns them in the structure
     `treedef` when `pytree.build_source` can write it (else the flat tuple). Returns
     (function, source, whether the result is built)."""
-    body = _fold_negations(list(rec.lines) + list(rec.effects), rec.consts)
+    body = list(rec.lines) + list(rec.effects)
     out_exprs = []
     input_slots = {v.slot for v in inputs}
     for o in outputs:
@@ -757,42 +758,6 @@ def compile_program(rec, inputs, outputs, treedef=None, build=False):
 
 def _copy(x):
     return x.copy() if type(x) is np.ndarray else x
-
-
-def _fold_negations(body, consts):
-    """-((-a) * b) written as a * b (and -(-a) as a): the derivatives of a subtraction and
-    of softplus negate what a product then scales. Exact: negation only flips the sign
-    bit, and rounding is symmetric (signed zeros included). The negations left unused go
-    with the dead code."""
-    import re
-    neg = {f"c{k}" for k, c in enumerate(consts) if c is np.negative}
-    mul = {f"c{k}" for k, c in enumerate(consts) if c is np.multiply}
-    if not neg or not mul:
-        return body
-    unary = re.compile(r"^v(\d+) = (c\d+)\((v\d+)\)$")
-    binary = re.compile(r"^v(\d+) = (c\d+)\((\w+), (\w+)\)$")
-    negated = {}   # "vK" -> the expression it negates
-    products = {}  # "vK" -> (multiply's name, its two operands)
-    out = []
-    for line in body:
-        m = unary.match(line)
-        if m and m.group(2) in neg:
-            target, operand = f"v{m.group(1)}", m.group(3)
-            if operand in negated:  # -(-a)
-                line = f"{target} = {negated[operand]}"
-            elif operand in products:
-                name, a, b = products[operand]
-                if a in negated:
-                    line = f"{target} = {name}({negated[a]}, {b})"
-                elif b in negated:
-                    line = f"{target} = {name}({a}, {negated[b]})"
-            negated.setdefault(target, operand)
-        else:
-            m = binary.match(line)
-            if m and m.group(2) in mul:
-                products[f"v{m.group(1)}"] = (m.group(2), m.group(3), m.group(4))
-        out.append(line)
-    return out
 
 
 def _live(body, out_exprs):
