@@ -108,6 +108,16 @@ def kept(a, level=None):
     return a
 
 
+def unkept(a):
+    """The tape no longer keeps the array `a` (a node's argument was replaced): it is
+    unlocked if `kept` locked it, and nothing here holds it any more."""
+    state = THREAD
+    if state.locked and any(x is a for _, x in state.locked):
+        state.locked = [(at, x) for at, x in state.locked if x is not a]
+        if not any(x is a for _, x in state.locked):
+            a.flags.writeable = True
+
+
 def read_only(a):
     """Mark an array that scg made itself (noise, a draw, an advantage; often a view of a
     kernel's output) read-only down to the array that owns its memory: nobody changes it,

@@ -7,7 +7,7 @@ exponential); the path is one fused kernel, its derivatives are 1 and eps, writt
 import numpy as np
 
 from ..core.replay import INLINE
-from ..core.tape import defvjp
+from ..core.tape import Tracer, defvjp
 from ..kernels import continuous as K
 from ..kernels import fused as F
 from ..kernels import parallel as P
@@ -37,7 +37,14 @@ INLINE[_path] = INLINE[_kernel_path]  # (scg.jit: small noise replays the kernel
 
 def _scale_vjp(g, ans, eps, loc, scale):
     # g * eps; for a large per-draw g the flat kernel (which=3: the derivative eps) splits
-    # the product over the cores
+    # the product over the cores. Noise the tape did not keep (F.DrawnAgain, a site's
+    # large pathwise Normal draw) is drawn again: in the same pass as the product when g
+    # is a plain per-draw array, else as an array first.
+    if type(eps) is F.DrawnAgain:
+        d = F.DrawnAgain.times(eps, g) if not isinstance(g, Tracer) else None
+        if d is not None:
+            return R.unbroadcast(d, R.shape(scale))
+        eps = eps.values()
     d = F.loc_scale_path(3, eps, loc, scale, g) if type(eps) is np.ndarray and \
         eps.size >= F.PARALLEL_MIN else None
     if d is None:

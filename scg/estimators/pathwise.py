@@ -33,7 +33,7 @@ class Pathwise(Estimator):
             check_antithetic(name, dist)
 
     def draw(self, d):
-        return d.path(d.noise())
+        return d.noise_path()
 
     def describe(self, site):
         return "pathwise" + (", antithetic pairs (draw i + n/2 mirrors draw i)"

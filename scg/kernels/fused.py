@@ -35,6 +35,7 @@ import threading
 import numpy as np
 from numba import njit
 
+from ..core.replay import restore_position, save_position
 from ..core.tape import THREAD
 from .continuous import _loc_scale_path, _normal
 from ..core.facts import note, noted, remember
@@ -160,6 +161,62 @@ def standard_normal(rng, shape):
     with rng.bit_generator.lock:
         _standard_normal(rng, out.reshape(-1))
     return out
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def _standard_normal_times(rng, out, g):
+    # out = g * the noise drawn again, and the count of non-finite products (as `_times`)
+    bad = 0
+    for i in range(out.shape[0]):
+        v = g[i] * rng.standard_normal()
+        out[i] = v
+        bad += v - v != 0.0
+    return bad
+
+
+class DrawnAgain:
+    """Standard normal noise that the tape does not keep: where in its PCG64 stream it was
+    drawn, and its shape. A derivative that needs it draws it again (numba's draws are
+    numpy's: the same numbers), so the memory of a large noise array is free for the
+    gradients by the time they are made."""
+
+    __slots__ = ("position", "shape")
+
+    def __init__(self, position, shape):
+        self.position = position
+        self.shape = shape
+
+    @staticmethod
+    def before(rng, shape):
+        """A DrawnAgain of the noise rng is about to draw (rng.standard_normal(shape) by
+        `standard_normal`), or None when it would not be drawn by numba from PCG64."""
+        if math.prod(shape) < PARALLEL_MIN or type(rng) is not np.random.Generator or \
+                type(rng.bit_generator) is not np.random.PCG64 or not _numba_draws_numpys():
+            return None
+        position = save_position(rng)
+        return DrawnAgain(position, tuple(shape)) if type(position) is bytes else None
+
+    def _generator(self):
+        rng = np.random.Generator(np.random.PCG64())
+        restore_position(rng, self.position)
+        return rng
+
+    def values(self):
+        """The noise, drawn again (a new array)."""
+        out = np.empty(self.shape)
+        _standard_normal(self._generator(), out.reshape(-1))
+        return out
+
+    def times(self, g):
+        """g * the noise in one pass that draws it again, its non-finite count noted
+        (`facts`); None unless g is a C-contiguous float64 array of the noise's shape."""
+        if type(g) is not np.ndarray or g.shape != self.shape or g.dtype != _F64 or \
+                not g.flags.c_contiguous:
+            return None
+        out = empty(self.shape)
+        remember(out, _standard_normal_times(self._generator(), out.reshape(-1),
+                                             readonly_flat(g.reshape(-1))))
+        return out
 
 
 # ---------------------------------------------------------------- x ** 2 and its cotangent

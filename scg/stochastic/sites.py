@@ -11,13 +11,16 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..core import replay
-from ..core.tape import Box, Tracer, kept, read_only, strip
+from ..core.tape import Box, Tracer, kept, read_only, strip, unkept
 from ..distributions._util import own_draws
 from ..distributions.base import Distribution, family_of
+from ..distributions.location_scale import loc_scale_path
+from ..distributions.normal import Normal
 from ..errors import EstimatorError, TracingError
 from ..estimators import Estimator, Pathwise, Score
 from ..estimators.antithetic import antithetic_noise
 from ..estimators.baselines import LeaveOneOut
+from ..kernels import fused as F
 from ..kernels.parallel import count_nonfinite
 from ..numpy import rules as R
 from .memory import check_fits
@@ -260,6 +263,26 @@ class SiteDraw:
             both = np.concatenate([eps, antithetic_noise(self.dist, eps, self.name)], axis=0)
             return self.copies.tile(both) if self.copies else both
         return self._draw(lambda dist, rng, shape: dist.noise(rng, shape))
+
+    def noise_path(self):
+        """`path(noise())`, the traced draw along the sampling path. For a large draw of a
+        Normal whose noise numba draws from PCG64, the tape keeps where the noise was drawn
+        instead of the noise (`fused.DrawnAgain`): the scale's derivative draws it again,
+        and the noise's memory serves the gradients (one array of n fewer at the peak)."""
+        again = None
+        if not self.antithetic and not self.copies and replay.THREAD.recording is None and \
+                type(family_of(self.dist)) is Normal:
+            again = F.DrawnAgain.before(self.rng, self.clone._extended_shape(self.shape))
+        eps = self.noise()
+        x = self.path(eps)
+        if again is not None and type(eps) is np.ndarray and eps.shape == again.shape and \
+                eps.size >= F.REUSE_MIN:
+            box = x.value if isinstance(x, PerSample) else None
+            if type(box) is Box and box.prim is loc_scale_path and box.args[0] is eps and \
+                    type(box.value) is np.ndarray:
+                box.args = (again,) + tuple(box.args[1:])
+                unkept(eps)
+        return x
 
     def per_draw(self, value):
         """A plain array of physical shape (rows, ...) as a per-draw value of this run, for
