@@ -27,11 +27,17 @@ def set_validation(enabled):
 
 
 class Distribution:
-    """A probability distribution with batch and event shapes."""
+    """A probability distribution with batch and event shapes.
+
+    `finite_log_prob_of_draws`: a family sets it when the log-probability of its own draws
+    is finite for every parameter that passes its constraints (a coin's is). The sites
+    then do not check the log-probability of an estimator's own draws when the
+    parameters were checked."""
 
     arg_constraints = {}
     support = None
     has_rsample = False
+    finite_log_prob_of_draws = False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -43,8 +49,10 @@ class Distribution:
         self.batch_shape = tuple(batch_shape)
         self.event_shape = tuple(event_shape)
         self._validate_args = _VALIDATE[0] if validate_args is None else validate_args
+        self._checked = False  # (the parameters passed their constraints)
         if self._validate_args:
             self._validate()
+            self._checked = True
 
     # ------------------------------------------------------------ parameters
     @property
@@ -54,7 +62,9 @@ class Distribution:
 
     def _rebuild(self, params):
         """The same family with other parameter values, not validated again."""
-        return type(self)(**params, validate_args=False)
+        out = type(self)(**params, validate_args=False)
+        out._checked = self._checked  # (the same parameters, indexed, captured or plain)
+        return out
 
     def _validate(self):
         name_of = type(self).__name__

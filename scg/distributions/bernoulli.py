@@ -18,6 +18,8 @@ class Bernoulli(Distribution):
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.boolean
     has_rsample = False
+    # (a draw of 1 has p > 0 and one of 0 has p < 1; finite logits give finite softplus)
+    finite_log_prob_of_draws = True
 
     def __init__(self, probs=None, logits=None, validate_args=None):
         if (probs is None) == (logits is None):

@@ -809,14 +809,18 @@ defvjp(put_along_axis_add, lambda g, ans, y, indices, x_shape, axis:
 
 # ---------------------------------------------------------------- linear algebra
 def _matmul(a, b):
-    if type(a) is np.ndarray and type(b) is np.ndarray and a.ndim == 2 == b.ndim:
-        return a.dot(b)  # the same product as np.matmul, with less overhead on small arrays
+    if type(a) is np.ndarray and type(b) is np.ndarray and 0 < a.ndim <= 2 and \
+            0 < b.ndim <= 2:
+        # the same product as np.matmul for vectors and matrices, with less overhead on
+        # small arrays (0.3 against 0.8 us for a (8, 10) matrix times a vector)
+        return a.dot(b)
     return np.matmul(a, b)
 
 
 def _inline_matmul(args, kwargs, ans, exprs, named, const):
     a, b = args
-    if type(a) is np.ndarray and type(b) is np.ndarray and a.ndim == 2 == b.ndim:
+    if type(a) is np.ndarray and type(b) is np.ndarray and 0 < a.ndim <= 2 and \
+            0 < b.ndim <= 2:
         return f"{exprs[0]}.dot({exprs[1]})"
     return None
 

@@ -98,6 +98,10 @@ class Site:
                 with _no_recording():
                     lp = _traced_physical(self.dist, draw.level).log_prob(draw.value)
             self._log_prob = lp
+            family = family_of(self.dist)
+            if family.finite_log_prob_of_draws and getattr(family, "_checked", False) and \
+                    getattr(self.estimator, "own_draws", False):
+                return lp  # (finite by construction: the family's own draws, checked params)
             bad = count_nonfinite(strip(self._log_prob))
             if bad:
                 raise FloatingPointError(

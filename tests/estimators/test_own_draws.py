@@ -49,3 +49,51 @@ def test_replays_of_own_draws_check_no_support():
         np.testing.assert_array_equal(grad(THETA), eager(THETA))
     assert grad.stats["replays"] >= 1
     assert "support" not in grad.explain()
+
+
+@pytest.mark.parametrize("how", ["validate_args", "set_validation"])
+def test_unchecked_parameters_still_have_their_log_probabilities_checked(how):
+    """A coin's own draws have finite log-probabilities only if its logits are finite: with
+    validation off, an infinite logit still gets the site's error, not a silent number."""
+    theta = np.array([0.5, np.inf, -1.0])
+
+    def model(theta):
+        law = scg.Bernoulli(logits=theta, validate_args=False) if how == "validate_args" \
+            else scg.Bernoulli(logits=theta)
+        b = scg.sample("b", law, estimator=scg.Score(baseline="loo"))
+        return np.sum(b)
+
+    grad = scg.grad(scg.expectation(model, n=4, seed=0))
+    if how == "set_validation":
+        scg.distributions.set_validation(False)
+    try:
+        with np.errstate(invalid="ignore"), \
+                pytest.raises(FloatingPointError, match="log_prob is not finite"):
+            grad(theta)
+    finally:
+        scg.distributions.set_validation(True)
+    with pytest.raises(ValueError, match="must be"):  # (validated: the constraint's error)
+        scg.grad(scg.expectation(lambda t: np.sum(scg.sample(
+            "b", scg.Bernoulli(logits=t), estimator="score")), n=4, seed=0))(theta)
+
+
+def test_only_the_log_probabilities_that_can_fail_are_checked(monkeypatch):
+    """A coin with checked logits: its own draws' log-probabilities are finite by
+    construction and not checked; a Normal's (whose draws can overflow) still are."""
+    from scg.stochastic import sites
+    checked = []
+    real = sites.count_nonfinite
+
+    def spy(x):
+        checked.append(np.shape(x))
+        return real(x)
+    monkeypatch.setattr(sites, "count_nonfinite", spy)
+    scg.grad(scg.expectation(_model(scg.Score(baseline="loo")), n=8, seed=1))(THETA)
+    assert (8, 3) not in checked
+
+    def normal(theta):
+        x = scg.sample("x", scg.Normal(theta, 1.0), estimator=scg.Score(baseline="loo"))
+        return np.sum(x ** 2)
+    checked.clear()
+    scg.grad(scg.expectation(normal, n=8, seed=1))(THETA)
+    assert (8, 3) in checked
