@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import scg
+from jit_compare import agree as _agree
 from scg.core import pytree
 
 
@@ -44,35 +45,9 @@ def same(a, b):
     return True
 
 
-class Raised:
-    """The outcome of a call that raised (compared by exception type)."""
-
-    def __init__(self, error):
-        self.type = type(error)
-
-    def __repr__(self):
-        return f"Raised({self.type.__name__})"
-
-
-def outcome(fn, *args, **kwargs):
-    """The result of a call, or Raised(exception)."""
-    try:
-        return fn(*args, **kwargs)
-    except Exception as e:  # (compared with the other run's outcome)
-        return Raised(e)
-
-
 def agree(eager, jitted, args_list):
-    """Call both on every argument tuple; return the calls (index, eager, jitted) that differ."""
-    bad = []
-    for i, args in enumerate(args_list):
-        want, got = outcome(eager, *args), outcome(jitted, *args)
-        if type(want) is Raised or type(got) is Raised:
-            if type(want) is not type(got) or want.type is not got.type:
-                bad.append((i, want, got))
-        elif not same(want, got):
-            bad.append((i, want, got))
-    return bad
+    """The calls that differ (by value, NaNs equal: see `same` above)."""
+    return _agree(eager, jitted, args_list, same=same)
 
 
 def check(fn, args_list, expect_replays=True):

@@ -13,55 +13,14 @@ import numpy as np
 import pytest
 
 import scg
+from jit_compare import agree, same_bits as same
 from scg.core import fingerprint as F
-from scg.core import pytree
 
 
 # ---------------------------------------------------------------------------- helpers
-def same(a, b):
-    """Exactly the same result: structure, leaf types, dtypes, shapes and every bit."""
-    la, _ = pytree.flatten_leaves(a)
-    lb, _ = pytree.flatten_leaves(b)
-    if len(la) != len(lb):
-        return False
-    for x, y in zip(la, lb):
-        if type(x) is not type(y):
-            return False
-        ax, ay = np.asarray(x), np.asarray(y)
-        if ax.dtype != ay.dtype or ax.shape != ay.shape:
-            return False
-        if ax.tobytes() != ay.tobytes():
-            return False
-    return True
-
-
-class Raised:
-    def __init__(self, error):
-        self.type = type(error)
-
-    def __repr__(self):
-        return f"Raised({self.type.__name__})"
-
-
-def outcome(fn, *args):
-    try:
-        return fn(*args)
-    except Exception as e:  # (compared with the other run's outcome)
-        return Raised(e)
-
-
 def lockstep(eager, jitted, args_list):
     """Call both on every argument tuple; the calls (index, eager, jitted) that differ."""
-    bad = []
-    for i, args in enumerate(args_list):
-        want, got = outcome(eager, *args), outcome(jitted, *args)
-        if isinstance(want, Raised) or isinstance(got, Raised):
-            if not (isinstance(want, Raised) and isinstance(got, Raised)
-                    and want.type is got.type):
-                bad.append((i, want, got))
-        elif not same(want, got):
-            bad.append((i, want, got))
-    return bad
+    return agree(eager, jitted, args_list)
 
 
 def check(fn, args_list, min_replays=1):

@@ -16,26 +16,10 @@ import numpy as np
 import pytest
 
 import scg
-from scg.core import pytree
+from jit_compare import same_bits as same
 
 
 # ---------------------------------------------------------------------------- helpers
-def same(a, b):
-    """Exactly the same result: structure, leaf types, dtypes, shapes and every bit
-    (signed zeros and the sign bits of NaNs included)."""
-    la, _ = pytree.flatten_leaves(a)
-    lb, _ = pytree.flatten_leaves(b)
-    if len(la) != len(lb):
-        return False
-    for x, y in zip(la, lb):
-        if type(x) is not type(y):
-            return False
-        ax, ay = np.asarray(x), np.asarray(y)
-        if ax.dtype != ay.dtype or ax.shape != ay.shape or ax.tobytes() != ay.tobytes():
-            return False
-    return True
-
-
 def lockstep(fn, args, calls=4):
     """Eager and jitted calls in turn; returns (jitted, [(eager, jitted) per call])."""
     jitted = scg.jit(fn)
@@ -310,7 +294,6 @@ for _k in range(300):
     "enum_member", "slots_property", "property_replaced", "dataclass_field",
     "staticmethod_reads_global", "many_methods"])
 def test_class_changes_that_are_seen(case):
-    x = np.arange(3.0)
     if case == "method_reads_global":
         class M:
             def s(self):
