@@ -41,6 +41,9 @@ class Distribution:
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
+        if ("log_prob" in cls.__dict__ or "_sample" in cls.__dict__) and \
+                "finite_log_prob_of_draws" not in cls.__dict__:
+            cls.finite_log_prob_of_draws = False  # (its own formulas: not promised here)
         if "log_prob" in cls.__dict__:
             cls.log_prob = _reuse_last(cls.__dict__["log_prob"])
 

@@ -38,6 +38,9 @@ class Estimator:
         own_draws: the site's values are draws of its distribution (or points of its
             support), so the log-probability the surrogate takes of them skips the
             support test; False for values of another law (a relaxation).
+        draws_from_law: the site's values are draws of its distribution (not points of
+            its support, which may have probability 0): a family whose draws always have
+            a finite log-probability then skips checking it.
     """
 
     name = "estimator"
@@ -46,6 +49,14 @@ class Estimator:
     antithetic = False
     baseline = None
     own_draws = False
+    draws_from_law = False
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "draw" in cls.__dict__:  # (values of its own making: it promises what it says)
+            for promise in ("own_draws", "draws_from_law"):
+                if promise not in cls.__dict__:
+                    setattr(cls, promise, False)
 
     # ------------------------------------------------------------ validity and drawing
     def check(self, name, dist):

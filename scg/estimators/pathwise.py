@@ -18,6 +18,7 @@ class Pathwise(Estimator):
 
     name = "pathwise"
     own_draws = True
+    draws_from_law = True
     differentiable = True
 
     def __init__(self, antithetic=False):

@@ -35,6 +35,7 @@ class Score(Estimator):
 
     name = "score"
     own_draws = True
+    draws_from_law = True
 
     def __init__(self, baseline=None, antithetic=False):
         self.baseline = as_baseline(baseline)

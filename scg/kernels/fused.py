@@ -159,8 +159,28 @@ def standard_normal(rng, shape):
         return None
     out = empty(shape)
     with rng.bit_generator.lock:
+        taken = getattr(_TAKEN, "positions", None)
+        if taken is not None:  # (under the lock: where this very draw starts)
+            taken.append((save_position(rng), tuple(shape)))
         _standard_normal(rng, out.reshape(-1))
     return out
+
+
+_TAKEN = threading.local()
+
+
+class positions_of_draws:
+    """`with positions_of_draws() as taken:` the (position, shape) at which each
+    `standard_normal` of this thread drew, in order; each position saved under the
+    generator's lock together with its draw (another thread may draw from it too)."""
+
+    def __enter__(self):
+        self.before = getattr(_TAKEN, "positions", None)
+        _TAKEN.positions = []
+        return _TAKEN.positions
+
+    def __exit__(self, *exc):
+        _TAKEN.positions = self.before
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
@@ -187,14 +207,11 @@ class DrawnAgain:
         self.shape = shape
 
     @staticmethod
-    def before(rng, shape):
-        """A DrawnAgain of the noise rng is about to draw (rng.standard_normal(shape) by
-        `standard_normal`), or None when it would not be drawn by numba from PCG64."""
-        if math.prod(shape) < PARALLEL_MIN or type(rng) is not np.random.Generator or \
-                type(rng.bit_generator) is not np.random.PCG64 or not _numba_draws_numpys():
-            return None
-        position = save_position(rng)
-        return DrawnAgain(position, tuple(shape)) if type(position) is bytes else None
+    def possible(rng):
+        """Would rng's large standard normal draws be numba's, from PCG64 (then they can
+        be drawn again)?"""
+        return type(rng) is np.random.Generator and \
+            type(rng.bit_generator) is np.random.PCG64 and _numba_draws_numpys()
 
     def _generator(self):
         rng = np.random.Generator(np.random.PCG64())

@@ -100,7 +100,7 @@ class Site:
             self._log_prob = lp
             family = family_of(self.dist)
             if family.finite_log_prob_of_draws and getattr(family, "_checked", False) and \
-                    getattr(self.estimator, "own_draws", False):
+                    getattr(self.estimator, "draws_from_law", False):
                 return lp  # (finite by construction: the family's own draws, checked params)
             bad = count_nonfinite(strip(self._log_prob))
             if bad:
@@ -273,18 +273,18 @@ class SiteDraw:
         Normal whose noise numba draws from PCG64, the tape keeps where the noise was drawn
         instead of the noise (`fused.DrawnAgain`): the scale's derivative draws it again,
         and the noise's memory serves the gradients (one array of n fewer at the peak)."""
-        again = None
-        if not self.antithetic and not self.copies and replay.THREAD.recording is None and \
-                type(family_of(self.dist)) is Normal:
-            again = F.DrawnAgain.before(self.rng, self.clone._extended_shape(self.shape))
-        eps = self.noise()
+        if self.antithetic or self.copies or replay.THREAD.recording is not None or \
+                type(family_of(self.dist)) is not Normal or not F.DrawnAgain.possible(self.rng):
+            return self.path(self.noise())
+        with F.positions_of_draws() as taken:
+            eps = self.noise()
         x = self.path(eps)
-        if again is not None and type(eps) is np.ndarray and eps.shape == again.shape and \
-                eps.size >= F.REUSE_MIN:
+        if len(taken) == 1 and type(eps) is np.ndarray and taken[0][1] == eps.shape and \
+                type(taken[0][0]) is bytes and eps.size >= F.REUSE_MIN:
             box = x.value if isinstance(x, PerSample) else None
             if type(box) is Box and box.prim is loc_scale_path and box.args[0] is eps and \
                     type(box.value) is np.ndarray:
-                box.args = (again,) + tuple(box.args[1:])
+                box.args = (F.DrawnAgain(taken[0][0], eps.shape),) + tuple(box.args[1:])
                 unkept(eps)
         return x
 

@@ -97,3 +97,27 @@ def test_only_the_log_probabilities_that_can_fail_are_checked(monkeypatch):
     checked.clear()
     scg.grad(scg.expectation(normal, n=8, seed=1))(THETA)
     assert (8, 3) in checked
+
+
+def test_a_subclass_that_draws_its_own_values_promises_nothing_unless_it_says_so():
+    class Reweighted(scg.Score):  # (a baseline or a weight of its own: the same draws)
+        pass
+
+    class Drawing(scg.Score):
+        def draw(self, d):
+            return d.sample()
+
+    class Promising(Drawing):
+        own_draws = True
+        draws_from_law = True
+
+    assert Reweighted.own_draws and Reweighted.draws_from_law
+    assert not Drawing.own_draws and not Drawing.draws_from_law
+    assert Promising.own_draws and Promising.draws_from_law
+    assert scg.Enumerate.own_draws and not scg.Enumerate.draws_from_law
+
+    class Coin(scg.Bernoulli):
+        def log_prob(self, value):
+            return super().log_prob(value)
+
+    assert scg.Bernoulli.finite_log_prob_of_draws and not Coin.finite_log_prob_of_draws

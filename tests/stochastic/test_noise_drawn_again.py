@@ -45,11 +45,14 @@ def test_per_draw_gradients_and_the_mean_are_those_of_the_kept_noise(keeping_the
 
 def test_the_noise_drawn_again_is_the_noise():
     rng = np.random.default_rng(9)
-    again = F.DrawnAgain.before(rng, (N,))
-    noise = scg.Normal(0.0, 1.0).noise(rng, (N,))
+    rng.standard_normal(5)
+    with F.positions_of_draws() as taken:
+        noise = scg.Normal(0.0, 1.0).noise(rng, (N,))
+    (position, shape), = taken
+    again = F.DrawnAgain(position, shape)
     np.testing.assert_array_equal(again.values(), noise)
     g = np.random.default_rng(1).normal(size=N)
     np.testing.assert_array_equal(again.times(g), g * noise)
     assert again.times(np.broadcast_to(1.0, (N,))) is None  # (then values() and numpy)
     other = np.random.Generator(np.random.Philox(0))  # (numpy's own draws: the noise kept)
-    assert F.DrawnAgain.before(other, (N,)) is None
+    assert not F.DrawnAgain.possible(other) and F.DrawnAgain.possible(rng)
