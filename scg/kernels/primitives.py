@@ -77,50 +77,71 @@ def _run_small(kernel, which, a0, args):
     (the common call: draws and their parameters), without the general broadcasting;
     None otherwise."""
     shape = a0.shape
-    rows = shape[0]
-    size = a0.size
-    cols = size // rows if rows else 0
+    grid = _grid(a0)
     views = []
     for a in args:
-        t = type(a)
-        if t is _F64_SCALAR or t is float:  # (a parameter indexed out of a vector)
-            v = np.empty((rows, cols))
-            v.fill(a)
-        elif t is not np.ndarray or a.dtype is not _F64:
+        kind = _small_kind(a, a0)
+        if kind is None:
             return None
-        elif a.shape == shape or (size == 1 and a.size == 1):
-            v = a.reshape(rows, cols)
-        elif a.size == 1:
-            v = np.empty((rows, cols))  # (np.full costs three times this)
-            v.fill(a.item())
-        else:
-            return None
+        if kind == "view":
+            v = a.reshape(grid)
+        else:  # (np.full costs three times np.empty and fill)
+            v = np.empty(grid)
+            v.fill(a if kind == "fill" else a.item())
         views.append(v)
-    out = np.empty((rows, cols))
-    entry = _ENTRY.get(kernel)
-    if entry is None:
-        entry = _ENTRY[kernel] = _entry_point(kernel)
-    entry(which, out, *views)
+    out = np.empty(grid)
+    _entry(kernel)(which, out, *views)
     return out.reshape(shape)
 
 
-def _entry_point(kernel):
-    """The kernel's compiled function without the dispatcher's typing of its arguments
-    (a third of a small call): the kernels have one signature, and `_run_small` passes
-    exactly its types (2-D float64 arrays; a writeable array where a read-only one is
-    declared is read the same way). The dispatcher itself where numba has no such entry."""
+def _grid(a0):
+    """The 2-D shape (rows, the rest) the kernels take for draws shaped like a0."""
+    rows = a0.shape[0]
+    return rows, (a0.size // rows if rows else 0)
+
+
+def _small_kind(a, a0):
+    """How `_run_small` passes argument a beside the draws a0: "view" (a reshaped view),
+    "fill" (a number filled in), "item" (a one-entry array's number filled in), or None
+    (a call it does not take)."""
+    t = type(a)
+    if t is _F64_SCALAR or t is float:  # (a parameter indexed out of a vector)
+        return "fill"
+    if t is not np.ndarray or a.dtype is not _F64:
+        return None
+    if a.shape == a0.shape or (a0.size == 1 and a.size == 1):
+        return "view"
+    return "item" if a.size == 1 else None
+
+
+def entry_point(kernel):
+    """A numba kernel's compiled function without the dispatcher's typing of its arguments
+    (a third of a small call), for a kernel of one signature; None where numba has no such
+    entry. The caller must pass exactly the signature's types (a writeable array where a
+    read-only one is declared is read the same way)."""
     try:
         (result,) = kernel.overloads.values()
         return result.entry_point
     except (AttributeError, ValueError):  # pragma: no cover - another numba's internals
-        def checked(which, out, *views):
-            for v in views:
-                v.flags.writeable = False
-            kernel(which, out, *views)
-        return checked
+        return None
 
 
-_ENTRY = {}  # kernel -> its compiled entry point (see _entry_point)
+def _entry(kernel):
+    """The entry point of a kernel of `_run_small`, kept; where numba has none, the
+    dispatcher with the read-only arguments its signature declares."""
+    entry = _ENTRY.get(kernel)
+    if entry is None:
+        entry = entry_point(kernel)
+        if entry is None:  # pragma: no cover - another numba's internals
+            def entry(which, out, *views):
+                for v in views:
+                    v.flags.writeable = False
+                kernel(which, out, *views)
+        _ENTRY[kernel] = entry
+    return entry
+
+
+_ENTRY = {}  # kernel -> its compiled entry point (see _entry)
 
 
 def _small_call(kernel, which, args):
@@ -130,34 +151,24 @@ def _small_call(kernel, which, args):
     a0 = args[0]
     if type(a0) is not np.ndarray or not a0.ndim or a0.size >= PARALLEL_MIN:
         return None
-    shape, size = a0.shape, a0.size
-    rows = shape[0]
-    cols = size // rows if rows else 0
-    views, fills = [], []  # (np.full costs three times np.empty and .fill)
+    views, fills = [], []
     for k, a in enumerate(args):
-        t = type(a)
-        if t is _F64_SCALAR or t is float:
-            fills.append(f"    b{k} = empty(grid)\n    b{k}.fill(a{k})\n")
-            views.append(f"b{k}")
-        elif t is not np.ndarray or a.dtype is not _F64:
+        kind = _small_kind(a, a0)
+        if kind is None:
             return None
-        elif a.shape == shape or (size == 1 and a.size == 1):
+        if kind == "view":
             views.append(f"a{k}.reshape(grid)")
-        elif a.size == 1:
-            fills.append(f"    b{k} = empty(grid)\n    b{k}.fill(a{k}.item())\n")
-            views.append(f"b{k}")
         else:
-            return None
+            value = f"a{k}" if kind == "fill" else f"a{k}.item()"
+            fills.append(f"    b{k} = empty(grid)\n    b{k}.fill({value})\n")
+            views.append(f"b{k}")
     names = ", ".join(f"a{k}" for k in range(len(args)))
     source = (f"def call({names}):\n" + "".join(fills) +
               f"    out = empty(grid)\n"
               f"    entry(which, out, {', '.join(views)})\n"
               f"    return out.reshape(shape)\n")
-    entry = _ENTRY.get(kernel)
-    if entry is None:
-        entry = _ENTRY[kernel] = _entry_point(kernel)
-    namespace = {"empty": np.empty, "entry": entry, "which": which,
-                 "grid": (rows, cols), "shape": shape}
+    namespace = {"empty": np.empty, "entry": _entry(kernel), "which": which,
+                 "grid": _grid(a0), "shape": a0.shape}
     exec(compile(source, f"<scg.jit kernel {getattr(kernel, '__name__', '')}>", "exec"),
          namespace)
     return namespace["call"]

@@ -16,6 +16,7 @@ import numpy as np
 from numba import njit
 
 from ..numpy import rules as R
+from .primitives import entry_point
 
 SMALL = 4096  # entries below which one compiled loop beats numpy's calls
 
@@ -31,16 +32,7 @@ def _sigmoid_loop(x, out):
             out[i] = e / (1.0 + e)
 
 
-def _entry(kernel):
-    # (the compiled function without the dispatcher's typing: see primitives._entry_point)
-    try:
-        (result,) = kernel.overloads.values()
-        return result.entry_point
-    except (AttributeError, ValueError):  # pragma: no cover - another numba's internals
-        return kernel
-
-
-_SIGMOID = _entry(_sigmoid_loop)
+_SIGMOID = entry_point(_sigmoid_loop) or _sigmoid_loop
 
 
 def sigmoid(x):
@@ -68,7 +60,7 @@ def _loo_loop(out, q, k, d):
             out[i, j] = q[i, j] * k - t
 
 
-_LOO = _entry(_loo_loop)
+_LOO = entry_point(_loo_loop) or _loo_loop
 
 
 def loo_advantage(q):
