@@ -148,14 +148,20 @@ def _numba_draws_numpys():
     return _NUMBA_DRAWS[0]
 
 
+def numba_draws(rng):
+    """Does `standard_normal` draw rng's large normals with numba (a numpy Generator on
+    PCG64, numba's draws checked to be numpy's)? Then they can also be drawn again."""
+    return type(rng) is np.random.Generator and \
+        type(rng.bit_generator) is np.random.PCG64 and _numba_draws_numpys()
+
+
 def standard_normal(rng, shape):
     """rng.standard_normal(shape): the same numbers, and the generator in the same state
     after, drawn by numba's implementation of numpy's Generator (its ziggurat, on the
     same bit generator: about three times faster than numpy's own loop) into a reused
     buffer (`empty`). Under the bit generator's lock, as numpy draws. None unless rng is
     a numpy Generator on PCG64 (the default) and the draw large."""
-    if math.prod(shape) < PARALLEL_MIN or type(rng) is not np.random.Generator or \
-            type(rng.bit_generator) is not np.random.PCG64 or not _numba_draws_numpys():
+    if math.prod(shape) < PARALLEL_MIN or not numba_draws(rng):
         return None
     out = empty(shape)
     with rng.bit_generator.lock:
@@ -205,13 +211,6 @@ class DrawnAgain:
     def __init__(self, position, shape):
         self.position = position
         self.shape = shape
-
-    @staticmethod
-    def possible(rng):
-        """Would rng's large standard normal draws be numba's, from PCG64 (then they can
-        be drawn again)?"""
-        return type(rng) is np.random.Generator and \
-            type(rng.bit_generator) is np.random.PCG64 and _numba_draws_numpys()
 
     def _generator(self):
         rng = np.random.Generator(np.random.PCG64())

@@ -274,7 +274,7 @@ class SiteDraw:
         instead of the noise (`fused.DrawnAgain`): the scale's derivative draws it again,
         and the noise's memory serves the gradients (one array of n fewer at the peak)."""
         if self.antithetic or self.copies or replay.THREAD.recording is not None or \
-                type(family_of(self.dist)) is not Normal or not F.DrawnAgain.possible(self.rng):
+                type(family_of(self.dist)) is not Normal or not F.numba_draws(self.rng):
             return self.path(self.noise())
         with F.positions_of_draws() as taken:
             eps = self.noise()

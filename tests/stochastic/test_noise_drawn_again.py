@@ -55,4 +55,4 @@ def test_the_noise_drawn_again_is_the_noise():
     np.testing.assert_array_equal(again.times(g), g * noise)
     assert again.times(np.broadcast_to(1.0, (N,))) is None  # (then values() and numpy)
     other = np.random.Generator(np.random.Philox(0))  # (numpy's own draws: the noise kept)
-    assert not F.DrawnAgain.possible(other) and F.DrawnAgain.possible(rng)
+    assert not F.numba_draws(other) and F.numba_draws(rng)
