@@ -127,8 +127,7 @@ class Jitted:
                 if entry is not None and entry.program is not None:
                     out = self._replay(entry, inputs)
                     if out is not _MISSED:
-                        return out if entry.built else pytree.unflatten(entry.out_def,
-                                                                        list(out))
+                        return out
                     missed = entry
         traced = []
         spec = []
@@ -173,7 +172,7 @@ class Jitted:
         if entry.program is not None and entry is not missed:
             out = self._replay(entry, traced)
             if out is not _MISSED:
-                return out if entry.built else pytree.unflatten(entry.out_def, list(out))
+                return out
         if entry.refused is not None or entry.recordings >= _RECORDINGS_PER_KEY + entry.misses:
             self.stats["eager"] += 1
             return self.fn(*args, **kwargs)
@@ -184,7 +183,7 @@ class Jitted:
         return self if obj is None else types.MethodType(self, obj)
 
     def _replay(self, entry, inputs):
-        """The program's outputs, or _MISSED when a guard missed or an operation raised
+        """The call's result, or _MISSED when a guard missed or an operation raised
         (the generators are then back where they were, and nothing was updated: effects
         run last; the call then runs afresh, which raises the error if there is one)."""
         keepers = entry.keepers
@@ -198,7 +197,7 @@ class Jitted:
             return _MISSED
         entry.replays += 1
         self.stats["replays"] += 1
-        return out
+        return out if entry.built else pytree.unflatten(entry.out_def, list(out))
 
     def _record(self, entry, args, kwargs, leaves, treedef):
         self.stats["recordings"] += 1
@@ -284,7 +283,7 @@ class Jitted:
         entry.guards = [(kind, where) for _, kind, where in rec.guards]
         if entry.same_in_a_row >= self.validate:
             program, entry.source, entry.built = compile_program(rec, inputs, out_leaves,
-                                                                 out_def, build=True)
+                                                                 out_def)
             entry.generators = generators_of(rec)
             entry.keepers = [position_keeper(g) for g in entry.generators]
             entry.out_def = out_def

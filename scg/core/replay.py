@@ -648,26 +648,24 @@ def restore_position(rng, saved):
 
 
 def position_keeper(rng):
-    """(save, restore) of a Generator's position, bound to it once: `save()` gives a
-    position that `restore(position)` goes back to. For PCG64 through numpy views of its C
-    state (a tenth of a microsecond per save, the cost a replay pays on every call)."""
+    """(save, restore) of a Generator's position, bound to it once: `save()` gives what
+    `save_position(rng)` gives, a tenth of a microsecond for PCG64 (numpy views of the C
+    state read by `_pcg64_access`: the cost a replay pays on every call), and
+    `restore(position)` goes back to it."""
     bg = rng.bit_generator
     if _PCG64 is not None and type(bg) is np.random.PCG64:
         address = bg.ctypes.state_address
         inner = ctypes.c_void_p.from_address(address).value
-        # (the state lives inside the bit generator: the views keep it alive)
+        # (the state lives inside the bit generator, which the caller keeps)
         pcg = np.ctypeslib.as_array((ctypes.c_uint8 * 32).from_address(inner))
         spare = np.ctypeslib.as_array((ctypes.c_uint8 * 8).from_address(address + 8))
-        owner = (bg, pcg, spare)
 
         def save():
-            return pcg.tobytes(), spare.tobytes()
-
-        def restore(position, owner=owner):
-            pcg[:] = np.frombuffer(position[0], dtype=np.uint8)
-            spare[:] = np.frombuffer(position[1], dtype=np.uint8)
-        return save, restore
-    return (lambda: bg.state), (lambda position: setattr(bg, "state", position))
+            return pcg.tobytes() + spare.tobytes()
+    else:
+        def save():
+            return bg.state
+    return save, lambda position: restore_position(rng, position)
 
 
 def global_random_position():
@@ -724,13 +722,13 @@ def generators_of(rec):
 _program_ids = itertools.count()
 
 
-def compile_program(rec, inputs, outputs, treedef=None, build=False):
+def compile_program(rec, inputs, outputs, treedef):
     """The recording as a function of the input slots returning the output expressions.
 
     `inputs`: the Vars of the traced input leaves, in order; `outputs`: the flat output
-    leaves (Vars or constants); with `build`, the function returns them in the structure
-    `treedef` when `pytree.build_source` can write it (else the flat tuple). Returns
-    (function, source, whether the result is built)."""
+    leaves (Vars or constants), returned in the structure `treedef` when
+    `pytree.build_source` can write it, else as the flat tuple. Returns (function, source,
+    whether the result is built)."""
     body = list(rec.lines) + list(rec.effects)
     out_exprs = []
     input_slots = {v.slot for v in inputs}
@@ -745,7 +743,7 @@ def compile_program(rec, inputs, outputs, treedef=None, build=False):
     args = ", ".join(f"v{v.slot}" for v in inputs)
     name = f"_replay_{next(_program_ids)}"
     lines = [f"def {name}({args}):"] + [f"    {line}" for line in _live(body, out_exprs)]
-    built = pytree.build_source(treedef, out_exprs) if build else None
+    built = pytree.build_source(treedef, out_exprs)
     lines.append(f"    return {built}" if built is not None else
                  f"    return ({''.join(e + ', ' for e in out_exprs)})")
     source = "\n".join(lines)
