@@ -106,7 +106,7 @@ def _compiled(checks):
             lines.append(f"if getattr(a{k}, b{k}, MISSING) is not c{k}: return False")
         elif kind == _INDEX:
             lines.append(f"if a{k}[b{k}] is not c{k}: return False")
-        elif kind != _GENERATOR:  # (an empty cell, an attribute by an unusual name)
+        elif kind != _GENERATOR:  # (an empty cell: the loop's test)
             names[f"check{k}"] = checks[k]
             lines.append(f"if not unchanged((check{k},)): return False")
     names["unchanged"] = _unchanged

@@ -4,6 +4,7 @@ Each call records a site in the `Trace` of the model run in progress (the innerm
 of this thread's `RUNTIME.runs`); outside a model they raise a clear error.
 """
 
+import contextlib
 import functools
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -91,11 +92,10 @@ class Site:
             lp = self.dist.last_log_prob(draw)
             if lp is not None:
                 lp = lp.value if isinstance(lp, PerSample) else lp
-            elif getattr(self.estimator, "own_draws", False):
-                with _no_recording(), own_draws():
-                    lp = _traced_physical(self.dist, draw.level).log_prob(draw.value)
             else:
-                with _no_recording():
+                own = own_draws() if getattr(self.estimator, "own_draws", False) else \
+                    contextlib.nullcontext()
+                with _no_recording(), own:
                     lp = _traced_physical(self.dist, draw.level).log_prob(draw.value)
             self._log_prob = lp
             family = family_of(self.dist)
