@@ -176,63 +176,41 @@ class _WithActivation:
     act = np.tanh
 
 
-def test_class_attribute_added_on_a_subclass_is_not_seen():
-    """`_walk_class` records an `_ITEM` check for each data attribute of each class in
-    the MRO, but no length check of the class dicts: `Derived.scale = 7.0`, which shadows
-    `Base.scale`, adds a key the checks never look at, and the replay keeps 2.0."""
-    obj = _Derived()
+_MISSING = object()
+
+
+@pytest.mark.parametrize("cls,name,value,use,x", [
+    # `_walk_class` recorded an `_ITEM` check for each data attribute of each class in the
+    # MRO, but no length check of the class dicts: `Derived.scale = 7.0`, which shadows
+    # `Base.scale`, added a key the checks never looked at, and the replay kept 2.0
+    (_Derived, "scale", 7.0, lambda obj, x: obj.scale * x, [1.0, 2.0]),
+    # `_walk_class` skipped callables: a method monkeypatched on the instance's class
+    # (`Cls.gain = ...`) kept the recorded one in replays
+    (_WithMethod, "gain", lambda self, x: 3.0 * x, lambda obj, x: obj.gain(x), [1.0, 2.0]),
+    # a class-level setting that is callable (an activation ufunc) was skipped too
+    # (`callable(value)`): switching it from np.tanh to np.sin was ignored
+    (_WithActivation, "act", np.sin, lambda obj, x: obj.act(x), [0.5, 1.0]),
+], ids=["attribute_added_on_a_subclass", "method_replaced_on_the_class",
+        "callable_class_attribute_changed"])
+def test_a_class_attribute_changed_after_replays_is_seen(cls, name, value, use, x):
+    obj = cls()
+    original = cls.__dict__.get(name, _MISSING)
 
     def f(x):
-        return obj.scale * x
+        return use(obj, x)
 
     jitted = scg.jit(f)
-    x = np.array([1.0, 2.0])
+    x = np.array(x)
     for _ in range(4):
         assert same(jitted(x), f(x))
     try:
-        _Derived.scale = 7.0
+        setattr(cls, name, value)
         assert same(jitted(x), f(x))
     finally:
-        del _Derived.scale
-
-
-def test_method_replaced_on_the_class_is_not_seen():
-    """`_walk_class` skips callables: a method monkeypatched on the instance's class
-    (`Cls.gain = ...`) keeps the recorded one in replays."""
-    obj = _WithMethod()
-    original = _WithMethod.gain
-
-    def f(x):
-        return obj.gain(x)
-
-    jitted = scg.jit(f)
-    x = np.array([1.0, 2.0])
-    for _ in range(4):
-        assert same(jitted(x), f(x))
-    try:
-        _WithMethod.gain = lambda self, x: 3.0 * x
-        assert same(jitted(x), f(x))
-    finally:
-        _WithMethod.gain = original
-
-
-def test_callable_class_attribute_changed_is_not_seen():
-    """A class-level setting that is callable (an activation ufunc) is skipped by
-    `_walk_class` (`callable(value)`): switching it from np.tanh to np.sin is ignored."""
-    obj = _WithActivation()
-
-    def f(x):
-        return obj.act(x)
-
-    jitted = scg.jit(f)
-    x = np.array([0.5, 1.0])
-    for _ in range(4):
-        assert same(jitted(x), f(x))
-    try:
-        _WithActivation.act = np.sin
-        assert same(jitted(x), f(x))
-    finally:
-        _WithActivation.act = np.tanh
+        if original is _MISSING:
+            delattr(cls, name)
+        else:
+            setattr(cls, name, original)
 
 
 # ========================= bugs (before this change too): non-finite constants
