@@ -182,6 +182,10 @@ class Primitive:
         # scg/stochastic/persample.py): "elementwise" for broadcasting elementwise functions,
         # or a rule `rule(prim, args, kwargs, batched)` ("batching rules", scg/numpy/rules.py).
         self.batch = batch
+        # Which axes of its result carry which labels of its arguments' axes (the plates of
+        # the stochastic layer): a rule `rule(args, kwargs, labels, shapes, out_shape)`, or
+        # None ("axis-label rules", scg/numpy/rules.py).
+        self.axes = None
 
     def __call__(self, *args, **kwargs):
         # The hot path of every operation, traced or not: kept to one loop and one call.

@@ -126,7 +126,7 @@ class MeasureValued(Estimator):
         if lay is None or not lay.slots or not ctx.has_downstream(site):
             return None
         for c in ctx.trace.downstream_costs(site):
-            wide = [p.name for p in lay.shared if p not in ctx.costs[c.name][1]]
+            wide = [p.name for p in lay.shared if p not in c.plates_for(site.name)]
             if wide:
                 raise EstimatorError(
                     f"cost {c.name!r} mixes the elements of plate {', '.join(wide)}, in "

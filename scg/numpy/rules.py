@@ -134,6 +134,69 @@ def batch_core_dims(*ranks):
         arrays = [batch_lift(a, b, lead + r) if b is not None else a
                   for a, b, r in zip(args, batched, ranks)]
         return prim(*arrays, *args[len(ranks):], **kwargs)
+    rule.axes = axes_core_dims(*ranks)  # (a primitive built with this rule takes it)
+    return rule
+
+
+# ---------------------------------------------------------------- axis-label rules
+# Which axes of a result carry which labels of its arguments' axes. The stochastic layer
+# labels the axis of each plate and follows it through every operation, as the batching
+# rules above carry the draws' axis (scg/stochastic/trace.py). A primitive's `axes` is a
+# rule `rule(args, kwargs, labels, shapes, out_shape)`: `labels[i]` is a tuple of frozensets
+# (one per axis of argument i), or None for an argument without labels; `shapes[i]` is its
+# shape (of one element, for a batched argument), `out_shape` the result's. The rule
+# returns one frozenset per axis of the result. A label that an argument has and the
+# result does not is one the operation combined or moved out of place: a reduction, a
+# contraction, an index, a reshape across it. Each rule is given where its primitive is
+# defined; elementwise primitives broadcast their labels (`axes_rule`); a primitive
+# without a rule has results without labels. Nothing here compares sizes to decide.
+NO_LABEL = frozenset()
+
+
+def broadcast_labels(labels, shapes, out_shape):
+    """The labels of a broadcast of arguments (right-aligned); a size-1 axis stretched to
+    a longer one does not pass its label on (its one element is every element now)."""
+    nd = len(out_shape)
+    out = [NO_LABEL] * nd
+    for lab, s in zip(labels, shapes):
+        if not lab:
+            continue
+        k = nd - len(s)
+        for i, label in enumerate(lab):
+            if label and k + i >= 0 and s[i] == out_shape[k + i]:
+                out[k + i] = out[k + i] | label
+    return out
+
+
+def _axes_elementwise(args, kwargs, labels, shapes, out_shape):
+    return tuple(broadcast_labels(labels, shapes, out_shape))
+
+
+def axes_rule(primitive):
+    """The axis-label rule of a primitive, or None (its results carry no labels)."""
+    rule = getattr(primitive, "axes", None)
+    if rule is None:
+        batch = getattr(primitive, "batch", None)
+        if batch == EW:
+            return _axes_elementwise
+        rule = getattr(batch, "axes", None)
+    return rule
+
+
+def _arg(args, kwargs, i, name, default=None):
+    return args[i] if len(args) > i else kwargs.get(name, default)
+
+
+def axes_core_dims(*ranks):
+    """The axis-label rule of a primitive whose array arguments have `ranks` core dims and
+    broadcast over the leading ones (`batch_core_dims`): the leading labels broadcast, the
+    result's core axes carry none (each of its entries combines the arguments' cores)."""
+    def rule(args, kwargs, labels, shapes, out_shape):
+        lead = [lab[:len(lab) - r] if lab else None for lab, r in zip(labels, ranks)]
+        lead_shapes = [s[:len(s) - r] for s, r in zip(shapes, ranks)]
+        core = max(0, len(out_shape) - max(len(s) for s in lead_shapes))
+        outer = out_shape[:len(out_shape) - core]
+        return tuple(broadcast_labels(lead, lead_shapes, outer)) + (NO_LABEL,) * core
     return rule
 
 
@@ -297,6 +360,20 @@ def _batch_arg_extremum(prim, args, kwargs, batched):
 
 argmax = prim("argmax", np.argmax, "jump", batch=_batch_arg_extremum)
 argmin = prim("argmin", np.argmin, "jump", batch=_batch_arg_extremum)
+
+
+def _axes_reduction(args, kwargs, labels, shapes, out_shape):
+    """A reduction over `axis` (all axes for None): the reduced axes lose their labels."""
+    lab = labels[0]
+    if not lab:
+        return (NO_LABEL,) * len(out_shape)
+    reduced = _axes_tuple(_arg(args, kwargs, 1, "axis"), len(lab))
+    keepdims = _arg(args, kwargs, 2, "keepdims", False)
+    return tuple(NO_LABEL if i in reduced else label for i, label in enumerate(lab)
+                 if keepdims or i not in reduced)
+
+
+argmax.axes = argmin.axes = _axes_reduction
 logical_and = prim("logical_and", np.logical_and, "jump", batch=EW)
 logical_or = prim("logical_or", np.logical_or, "jump", batch=EW)
 logical_not = prim("logical_not", np.logical_not, "jump", batch=EW)
@@ -411,6 +488,7 @@ def _mean(x, axis=None, keepdims=False):
 mean = prim("mean", _mean, batch=_batch_reduction)
 max_ = prim("max", np.max, batch=_batch_reduction)
 min_ = prim("min", np.min, batch=_batch_reduction)
+sum_.axes = mean.axes = max_.axes = min_.axes = _axes_reduction
 
 
 def _count(x_shape, axis):
@@ -531,6 +609,67 @@ expand_dims = prim("expand_dims", _expand_dims, batch=_batch_expand_dims)
 squeeze = prim("squeeze", np.squeeze, batch=_batch_squeeze)
 broadcast_to = prim("broadcast_to", _broadcast_to, batch=_batch_broadcast_to)
 
+
+def _axes_reshape(args, kwargs, labels, shapes, out_shape):
+    """An axis keeps its label when the reshape leaves it whole and in place: an output
+    axis of the same length with the same number of entries before it (C order)."""
+    lab, in_shape = labels[0], shapes[0]
+    out = [NO_LABEL] * len(out_shape)
+    if not lab:
+        return tuple(out)
+    before_out = [math.prod(out_shape[:k]) for k in range(len(out_shape))]
+    for i, label in enumerate(lab):
+        if label:
+            before = math.prod(in_shape[:i])
+            for k, n in enumerate(out_shape):
+                if n == in_shape[i] and before_out[k] == before:
+                    out[k] = label
+                    break
+    return tuple(out)
+
+
+def _axes_transpose(args, kwargs, labels, shapes, out_shape):
+    lab = labels[0] or (NO_LABEL,) * len(shapes[0])
+    axes = _arg(args, kwargs, 1, "axes")
+    nd = len(lab)
+    order = range(nd - 1, -1, -1) if axes is None else [a % nd for a in axes]
+    return tuple(lab[a] for a in order)
+
+
+def _axes_swapaxes(args, kwargs, labels, shapes, out_shape):
+    lab = list(labels[0] or (NO_LABEL,) * len(shapes[0]))
+    a, b = args[1] % len(lab), args[2] % len(lab)
+    lab[a], lab[b] = lab[b], lab[a]
+    return tuple(lab)
+
+
+def _axes_expand_dims(args, kwargs, labels, shapes, out_shape):
+    lab = labels[0] or (NO_LABEL,) * len(shapes[0])
+    axis = args[1]
+    new = {a % len(out_shape) for a in (axis if isinstance(axis, tuple) else (axis,))}
+    rest = iter(lab)
+    return tuple(NO_LABEL if k in new else next(rest) for k in range(len(out_shape)))
+
+
+def _axes_squeeze(args, kwargs, labels, shapes, out_shape):
+    lab, in_shape = labels[0] or (NO_LABEL,) * len(shapes[0]), shapes[0]
+    axis = _arg(args, kwargs, 1, "axis")
+    gone = {i for i, n in enumerate(in_shape) if n == 1} if axis is None else \
+        set(_axes_tuple(axis, len(in_shape)))
+    return tuple(label for i, label in enumerate(lab) if i not in gone)
+
+
+def _axes_broadcast_to(args, kwargs, labels, shapes, out_shape):
+    return tuple(broadcast_labels(labels[:1], shapes[:1], out_shape))
+
+
+reshape.axes = _axes_reshape
+transpose.axes = _axes_transpose
+swapaxes.axes = _axes_swapaxes
+expand_dims.axes = _axes_expand_dims
+squeeze.axes = _axes_squeeze
+broadcast_to.axes = _axes_broadcast_to
+
 defvjp(reshape, lambda g, ans, x, newshape: reshape(g, shape(x)))
 defvjp(transpose, lambda g, ans, x, axes=None:
        transpose(g, None if axes is None else tuple(np.argsort([a % len(axes) for a in axes]))))
@@ -562,6 +701,31 @@ def _batch_joined(new_axes):
 
 concatenate = prim("concatenate", _concatenate, batch=_batch_joined(0))
 stack = prim("stack", _stack, batch=_batch_joined(1))
+
+
+def _axes_joined(new_axes):
+    """concatenate / stack: the other axes' labels broadcast; the axis joined along (and a
+    new one) carries none: its entries come from several arguments."""
+    def rule(args, kwargs, labels, shapes, out_shape):
+        nd = len(out_shape)
+        axis = kwargs.get("axis", 0) % nd
+        out = [NO_LABEL] * nd
+        for lab, s in zip(labels, shapes):
+            if not lab:
+                continue
+            pad = nd - new_axes - len(s)  # (arguments of a lower rank: unit axes in front)
+            lab, s = (NO_LABEL,) * pad + tuple(lab), (1,) * pad + tuple(s)
+            if new_axes:
+                lab, s = lab[:axis] + (NO_LABEL,) + lab[axis:], s[:axis] + (1,) + s[axis:]
+            for k in range(nd):
+                if k != axis and lab[k] and s[k] == out_shape[k]:
+                    out[k] = out[k] | lab[k]
+        return tuple(out)
+    return rule
+
+
+concatenate.axes = _axes_joined(0)
+stack.axes = _axes_joined(1)
 
 
 def _concat_piece(i):
@@ -754,6 +918,82 @@ gather = prim("gather", lambda x, template, *arrays: x[_fill(template, arrays)],
               batch=_batch_gather)
 
 
+class _LabelledIndex:
+    """A per-draw index array in an index, for the axis-label rule: its labels and shape."""
+
+    __slots__ = ("labels", "shape")
+
+    def __init__(self, labels, index_shape):
+        self.labels, self.shape = labels, tuple(index_shape)
+
+
+def _index_labels(lab, in_shape, index, out_shape):
+    """The labels of x[index] (numpy's rules: integers and arrays take their axes; array
+    indices broadcast together, their axes where they stand when they are adjacent, in
+    front otherwise). An axis keeps its label only under a full slice ':'."""
+    nd = len(in_shape)
+    lab = lab or (NO_LABEL,) * nd
+    index = index if isinstance(index, tuple) else (index,)
+    arrays = [isinstance(i, (np.ndarray, list, _LabelledIndex)) for i in index]
+    consumed = [0 if i is None or i is Ellipsis else
+                (np.ndim(i) if a and np.asarray(i).dtype == bool and
+                 not isinstance(i, _LabelledIndex) else 1)
+                for i, a in zip(index, arrays)]
+    if any(i is Ellipsis for i in index):
+        at = next(j for j, i in enumerate(index) if i is Ellipsis)
+        fill = nd - sum(consumed)
+        index = index[:at] + (slice(None),) * fill + index[at + 1:]
+        arrays = arrays[:at] + [False] * fill + arrays[at + 1:]
+        consumed = consumed[:at] + [1] * fill + consumed[at + 1:]
+    advanced = any(arrays)
+    pieces, adv, axis = [], [], 0  # pieces: lists of labels, or "adv" for an array index
+    for i, is_array, k in zip(index, arrays, consumed):
+        if i is None:
+            pieces.append([NO_LABEL])
+        elif isinstance(i, slice):
+            n = in_shape[axis]
+            pieces.append([lab[axis] if i.indices(n) == (0, n, 1) else NO_LABEL])
+        elif is_array or advanced:  # (beside arrays, integers are array indices too)
+            if isinstance(i, _LabelledIndex):
+                adv.append((i.labels, i.shape))
+            elif is_array and np.asarray(i).dtype == bool:
+                adv.append((None, (int(np.count_nonzero(i)),)))
+            else:
+                adv.append((None, np.shape(i)))
+            if not pieces or pieces[-1] != "adv":
+                pieces.append("adv")
+        axis += k
+    pieces.extend([label] for label in lab[axis:])
+    if adv:
+        shape_ = np.broadcast_shapes(*[s for _, s in adv])
+        group = broadcast_labels([a for a, _ in adv], [s for _, s in adv], shape_)
+        if pieces.count("adv") > 1:  # not adjacent: the array axes go in front
+            pieces = [group] + [p for p in pieces if p != "adv"]
+        else:
+            pieces = [group if p == "adv" else p for p in pieces]
+    out = tuple(label for p in pieces for label in p)
+    return out if len(out) == len(out_shape) else (NO_LABEL,) * len(out_shape)
+
+
+def _axes_getitem(args, kwargs, labels, shapes, out_shape):
+    return _index_labels(labels[0], shapes[0], args[1], out_shape)
+
+
+def _axes_gather(args, kwargs, labels, shapes, out_shape):
+    slots = iter(zip(labels[2:], shapes[2:]))
+    index = []
+    for t in args[1]:
+        if t is SLOT:
+            lab, s = next(slots)
+            t = _LabelledIndex(lab, s)
+        index.append(t)
+    return _index_labels(labels[0], shapes[0], tuple(index), out_shape)
+
+
+getitem.axes = _axes_getitem
+gather.axes = _axes_gather
+
+
 def take(x, indices, axis=None):
     """np.take(x, indices, axis) for traced tables or traced (per-draw) indices.
 
@@ -784,6 +1024,25 @@ def _batch_take_along_axis(prim, args, kwargs, batched):
 
 take_along_axis = prim("take_along_axis", lambda x, indices, axis=-1: np.take_along_axis(
     x, _as_index(np.asarray(indices)), axis), batch=_batch_take_along_axis)
+
+
+def _axes_take_along_axis(args, kwargs, labels, shapes, out_shape):
+    """Entry j along the axis is x's entry at indices[j]: it has the indices' label there,
+    never x's (it may come from any of x's entries along the axis)."""
+    nd = len(out_shape)
+    axis = _arg(args, kwargs, 2, "axis", -1) % nd
+    padded = []
+    for lab, s in zip(labels[:2], shapes[:2]):
+        lab = (NO_LABEL,) * (nd - len(s)) + tuple(lab or (NO_LABEL,) * len(s))
+        padded.append((lab, (1,) * (nd - len(s)) + tuple(s)))
+    (lx, sx), (li, si) = padded
+    blank = [lab[:axis] + (NO_LABEL,) + lab[axis + 1:] for lab in (lx, li)]
+    out = broadcast_labels(blank, [sx, si], out_shape)
+    out[axis] = li[axis] if si[axis] == out_shape[axis] else NO_LABEL
+    return tuple(out)
+
+
+take_along_axis.axes = _axes_take_along_axis
 
 
 def _put_along_axis_add(g, indices, x_shape, axis):
@@ -854,6 +1113,25 @@ def _batch_matmul(prim, args, kwargs, batched):
 
 
 matmul = prim("matmul", _matmul, batch=_batch_matmul)
+
+
+def _axes_matmul(args, kwargs, labels, shapes, out_shape):
+    """The contracted axis loses its labels; the stacks' axes broadcast; a matrix's rows
+    (of a) and columns (of b) keep theirs."""
+    (sa, sb) = shapes[:2]
+    la = labels[0] or (NO_LABEL,) * len(sa)
+    lb = labels[1] or (NO_LABEL,) * len(sb)
+    if len(sa) == 1 and len(sb) == 1:
+        return ()
+    if len(sa) == 1:
+        return tuple(broadcast_labels([lb[:-2]], [sb[:-2]], out_shape[:-1])) + (lb[-1],)
+    if len(sb) == 1:
+        return tuple(la[:-1])
+    stack = broadcast_labels([la[:-2], lb[:-2]], [sa[:-2], sb[:-2]], out_shape[:-2])
+    return tuple(stack) + (la[-2], lb[-1])
+
+
+matmul.axes = _axes_matmul
 
 
 def _matmul_a(g, ans, a, b):
@@ -961,6 +1239,24 @@ def _batch_einsum(prim, args, kwargs, batched):
 
 
 einsum = prim("einsum", _einsum, batch=_batch_einsum)
+
+
+def _axes_einsum(args, kwargs, labels, shapes, out_shape):
+    """An output letter has the labels of its operands' axes of that letter (of its full
+    length); a letter summed away takes its labels with it."""
+    ins, out = _parse_einsum(args[0], shapes[1:])
+    result = [NO_LABEL] * len(out)
+    for sub, lab, s in zip(ins, labels[1:], shapes[1:]):
+        if not lab:
+            continue
+        for c, label, n in zip(sub, lab, s):
+            k = out.find(c)
+            if label and k >= 0 and n == out_shape[k]:
+                result[k] = result[k] | label
+    return tuple(result)
+
+
+einsum.axes = _axes_einsum
 
 
 def _einsum_piece(i):
@@ -1071,6 +1367,17 @@ softmax = prim("softmax", _softmax, batch=_batch_along_axis,
                doc="exp(x) / sum(exp(x), axis), stably; keyword axis=-1.")
 log_softmax = prim("log_softmax", _log_softmax, batch=_batch_along_axis,
                    doc="x - logsumexp(x, axis), stably; keyword axis=-1.")
+
+
+def _axes_along_axis(args, kwargs, labels, shapes, out_shape):
+    """softmax, log_softmax: every entry along the axis depends on all of them."""
+    lab = labels[0] or (NO_LABEL,) * len(shapes[0])
+    axis = _arg(args, kwargs, 1, "axis", -1) % len(lab)
+    return tuple(NO_LABEL if i == axis else label for i, label in enumerate(lab))
+
+
+logsumexp.axes = _axes_reduction
+softmax.axes = log_softmax.axes = _axes_along_axis
 
 defvjp(sigmoid, lambda g, ans, x: multiply(g, multiply(ans, subtract(1.0, ans))))
 # sigmoid(x) = 1 - exp(-softplus(x)) = -expm1(-ans): exact at both ends, x = -inf and +inf

@@ -53,20 +53,28 @@ NO_DEPS = Deps()
 class PerSample(Tracer):
     """A value that differs between draws: physical shape (n, *shape).
 
-    `plates` are the plates open where it was computed, by operations that keep their
-    elements apart (`Mixed` plates if an operation there may have mixed them): such a value,
-    returned from the model, is a cost of those plates."""
+    Plates are known by position: `axes` has one frozenset per logical axis, the plate
+    whose elements lie along it (empty for other axes; `()` when no axis has a plate), and
+    `mixed` holds the pairs (plate, site) whose elements the value has combined (a
+    reduction, a contraction or an index across the plate's axis, a black box): for that
+    site's score, the value is not per element of that plate. See `scg.stochastic.plates`."""
 
-    __slots__ = ("value", "shape", "deps", "node", "plates")
+    __slots__ = ("value", "shape", "deps", "node", "axes", "mixed")
     __array_priority__ = 200.0
 
-    def __init__(self, value, level, deps=NO_DEPS, node=None, plates=()):
+    def __init__(self, value, level, deps=NO_DEPS, node=None, axes=(), mixed=frozenset()):
         self.value = value
         self.level = level
         self.shape = R.shape(strip(value))[1:]
         self.deps = deps
         self.node = node  # graph node id when the run records operations
-        self.plates = plates
+        self.axes = axes
+        self.mixed = mixed
+
+    @property
+    def plates(self):
+        """The plates along whose axes the value lies, in the order of its axes."""
+        return tuple(p for label in self.axes for p in label)
 
     @property
     def n(self):
@@ -132,11 +140,6 @@ class PerSample(Tracer):
 
 
 install_array_methods(PerSample)
-
-class Mixed(tuple):
-    """The `plates` of a value computed in these plates by an operation that may mix their
-    elements (a reduction over a plate's axis, an index, a black box)."""
-
 
 def _is_ps(a, level):
     return type(a) is PerSample and a.level == level

@@ -25,7 +25,8 @@ from ..kernels import fused as F
 from ..kernels.parallel import count_nonfinite
 from ..numpy import rules as R
 from .memory import check_fits
-from .persample import NO_DEPS, Deps, Mixed, PerSample, lift
+from .persample import NO_DEPS, Deps, PerSample, lift
+from .plates import label_draw
 from .runtime import RUNTIME
 
 
@@ -114,21 +115,30 @@ class Site:
 
 @dataclass
 class Cost:
-    """A cost site: its value, of physical shape (n, *shape) or shared."""
+    """A cost site: its value, of physical shape (n, *shape) or shared.
+
+    `plates` are the plates along whose axes its value lies, `axes` the logical axis of
+    each, and `mixed` the pairs (plate, site) whose elements its computation combined
+    (see `scg.stochastic.plates`)."""
 
     name: str
     value: object
     plates: tuple
     deps: Deps
-    mixed: tuple = ()  # plates whose elements the value's computation may have mixed
+    axes: tuple = ()
+    mixed: frozenset = frozenset()
+
+    def plates_for(self, site):
+        """The plates the cost has element by element for the score of `site` (a name)."""
+        return tuple(p for p in self.plates if (p, site) not in self.mixed)
 
     def plate_split(self):
-        """(plates the cost has element by element, plates whose elements it mixes): a
-        cost computed inside a plate but summed over its elements is outside that plate."""
-        shape = self.value.shape if isinstance(self.value, PerSample) else R.shape(self.value)
-        kept = tuple(p for p in self.plates if len(shape) >= -p.dim and shape[p.dim] == p.size)
-        return kept, tuple(dict.fromkeys(
-            [p for p in self.plates if p not in kept] + list(self.mixed)))
+        """(the plates the cost has element by element for every site's score, {plate:
+        the sites for whose scores it mixes that plate's elements})."""
+        mixed = {}
+        for p, s in sorted(self.mixed, key=lambda ps: (ps[0].dim, ps[0].name, ps[1])):
+            mixed.setdefault(p, []).append(s)
+        return tuple(p for p in self.plates if p not in mixed), mixed
 
 
 # ---------------------------------------------------------------------- sample
@@ -173,10 +183,11 @@ def sample(name, dist, *, estimator="auto"):
     else:  # a draw without one depends on its parents only through the estimator's terms
         value = read_only(replay.asarray(draw, dtype=float))
         deps = Deps(param_deps.up | {name}, frozenset({name}), frozenset())
-    # the draw has the plates open here, and those its parameters have element by element
-    # (or mixed: a site outside a plate whose parameters sum over its elements)
-    plates = run.result_plates(params, lambda plates: True) if run.plated else run.plates
-    out = PerSample(value, level, deps, plates=plates)
+    # the draw has the elements of the plates open here along their dims, and those of the
+    # plates along its parameters' batch axes (scg.stochastic.plates)
+    axes, mixed = label_draw(dist, params, level, run.plates, run.sites) if run.plated \
+        else ((), frozenset())
+    out = PerSample(value, level, deps, axes=axes, mixed=mixed)
     site = Site(name, dist, out, est, reason, run.plates, param_deps, d.aux)
     est.after_draw(site, run)
     run.add_site(site)
@@ -419,19 +430,17 @@ def cost(name, value):
     if bad:
         raise FloatingPointError(f"cost {name!r} is not finite for {bad} of "
                                  f"{np.size(strip(value))} entries")
-    plates, deps, mixed = run.plates, NO_DEPS, ()
+    plates, deps, axes, mixed = (), NO_DEPS, (), frozenset()
     if isinstance(value, PerSample) and value.level == run.level:
         deps = value.deps
-        # a value computed inside a plate, keeping its elements apart, is a cost of that
-        # plate wherever it is given; one that may mix them is a cost outside it
-        if type(value.plates) is Mixed:
-            mixed = value.plates
-            plates = tuple(p for p in plates if p not in mixed)
-        else:
-            plates = plates + tuple(p for p in value.plates if p not in plates)
+        # a cost of the plates along whose axes its value lies, wherever it is given; for the
+        # score of a site whose elements of a plate it combined, a cost outside that plate
+        axes = tuple(k for k, label in enumerate(value.axes) if label)
+        plates = tuple(p for k in axes for p in value.axes[k])
+        mixed = value.mixed
     elif type(value) is np.ndarray:
         value = kept(value)  # the model may change its buffer after this call
-    run.add_cost(Cost(name, value, plates, deps, mixed))
+    run.add_cost(Cost(name, value, plates, deps, axes, mixed))
 
 
 # ---------------------------------------------------------------------- plate

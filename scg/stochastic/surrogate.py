@@ -97,7 +97,7 @@ class SurrogateContext:
         for c in self.trace.downstream_costs(site):
             value, plates = self.costs[c.name]
             value = self._weighted(c, strip(value), plates, down, plain=True)
-            value = grid.onto(value, plates, site.plates)
+            value = grid.onto(value, plates, _shared(site.plates, c.plates_for(site.name)))
             total = value if total is None else total + value
         shape = (self.trace.rows,) + tuple(np.shape(strip(self.log_prob(site)))[1:])
         total = np.broadcast_to(replay.asarray(0.0 if total is None else total, dtype=float),
@@ -195,7 +195,11 @@ class SurrogateContext:
         ups = [(u, lp) for u, lp in ups if lp is not None]
         if not ups:
             return None
-        return sum_all(self.grid.onto(lp, u.plates, site.plates) for u, lp in ups)
+        # (element b of the site meets element b of an upstream site only where its
+        # draw did not combine that site's elements)
+        mixed = site.draw.mixed
+        return sum_all(self.grid.onto(lp, u.plates, tuple(
+            p for p in site.plates if (p, u.name) not in mixed)) for u, lp in ups)
 
     # ------------------------------------------------------------ the objective
     def objective(self):
@@ -208,7 +212,8 @@ class SurrogateContext:
                        if s.name in c.deps.up]
                 ups = [(s, lp) for s, lp in ups if lp is not None]
                 if ups:
-                    tau = sum_all(self.grid.onto(lp, s.plates, plates) for s, lp in ups)
+                    tau = sum_all(self.grid.onto(lp, s.plates, c.plates_for(s.name))
+                                  for s, lp in ups)
                     value = R.multiply(magic_box(tau), value)
             value = self._weighted(c, value, plates)
             value = self.grid.per_draw(value)
@@ -242,7 +247,7 @@ class SurrogateContext:
         for e in copies.names if names is None else names:
             if e in c.deps.up:
                 w = self.weight(e)
-                wide = self._wider(w, plates)
+                wide = self._wider(w, c.plates_for(e))
                 if wide:
                     raise EstimatorError(
                         f"cost {c.name!r} mixes the elements of plate {', '.join(wide)}, in "
@@ -285,6 +290,10 @@ def _levels(x):
     return levels
 
 
+def _shared(plates, others):
+    return tuple(p for p in plates if p in others)
+
+
 def sum_all(terms):
     terms = list(terms)
     out = terms[0] if terms else 0.0
@@ -307,33 +316,43 @@ class _Grid:
         return self.index[plate]
 
     def layout(self, phys, logical_shape, plates, what):
-        """Sum a physical (n, *logical) value over its non-plate axes, onto the grid.
-        Returns the array; plates absent from the value's shape are dropped."""
+        """Sum a site's physical (n, *logical) value over its non-plate axes, onto the
+        grid: each of the site's plates at its dim (`_apply_plates` gave it that size)."""
         logical_shape = tuple(logical_shape)
         nd = len(logical_shape)
-        keep = {}
+        at = {}
         for p in plates:
             if nd >= -p.dim and logical_shape[p.dim] == p.size:
-                keep[nd + p.dim] = p
+                at[p] = nd + p.dim
             elif nd >= -p.dim and logical_shape[p.dim] != 1:
                 raise ValueError(f"{what} has shape {logical_shape}, whose dim {p.dim} does "
                                  f"not match plate {p.name!r} of size {p.size}")
+        return self.place(phys, nd, at)
+
+    def place(self, phys, nd, at):
+        """Sum a physical (n, *logical) value of logical rank nd over every axis but the
+        plates' (`at`: plate -> logical axis), and lay it out on the grid."""
+        keep = {k: p for p, k in at.items()}
         axes = tuple(1 + i for i in range(nd) if i not in keep)
         if axes:
             phys = R.sum_(phys, axis=axes, keepdims=True)
+        order = sorted(keep, key=lambda k: self.axis(keep[k]))
+        if order != sorted(keep):  # (the value's plates in another order than the grid's)
+            rest = [i for i in range(nd) if i not in keep]
+            phys = R.transpose(phys, (0,) + tuple(1 + i for i in rest + order))
         shape = [np.shape(strip(phys))[0]] + [1] * len(self.plates)
-        for p in keep.values():
+        for p in at:
             shape[self.axis(p)] = p.size
         return R.reshape(phys, tuple(shape))
 
     def cost(self, c):
-        """A cost on the grid, with the plates it really has."""
+        """A cost on the grid, with the plates along whose axes it lies."""
         if isinstance(c.value, PerSample):
             phys, shape = c.value.value, c.value.shape
         else:
             shape = R.shape(c.value)
             phys = R.reshape(c.value, (1,) + shape)
-        return self.layout(phys, shape, c.plates, f"cost {c.name!r}"), c.plate_split()[0]
+        return self.place(phys, len(shape), dict(zip(c.plates, c.axes))), c.plates
 
     def onto(self, x, from_plates, to_plates):
         """Sum a grid array over the plates that the target does not have."""

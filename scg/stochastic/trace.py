@@ -10,7 +10,8 @@ from ..core import replay
 from ..core.tape import Box, new_level, strip
 from ..errors import BiasWarning, EstimatorError, RandomnessWarning, TracingError
 from ..numpy import rules as R
-from .persample import Mixed, PerSample
+from .persample import PerSample
+from .plates import label_op
 from .runtime import RUNTIME
 from ..estimators import Score, as_estimator
 from ..estimators.baselines import LeaveOneOut
@@ -110,40 +111,19 @@ class Trace:
             self._link(c.name, [c.value])
 
     def enter_plates(self, plates):
-        """Make `plates` the open plates: per-draw results computed now remember them.
-        Once a plate has been open, every result is followed (also outside the plate: a
-        value computed from a plate's elements after its block still has them)."""
+        """Make `plates` the open plates: sites drawn now have their elements along the
+        plates' dims. Once a plate has been open, every result's axes are followed (also
+        outside the block: a value computed from a plate's elements after it keeps them
+        apart unless an operation combines them; see `scg.stochastic.plates`)."""
         self.plates = plates
         self.plated = self.plated or bool(plates)
         RUNTIME.on_op = self._on_op if self.plated or self._graph is not None else None
 
     def _on_op(self, prim, inputs, args, kwargs, result):
         if self.plated:
-            result.plates = self.result_plates(inputs, lambda plates: keeps_elements(
-                prim, args, kwargs, plates))
+            label_op(prim, args, kwargs, inputs, self.level, result, self.sites)
         if self._graph is not None:
             self._record_op(prim, inputs, args, result)
-
-    def result_plates(self, inputs, keeps):
-        """The plates of a result computed from `inputs` now: the open plates, or `Mixed`
-        ones if the result may mix a plate's elements: an input mixed them, the operation
-        may (`keeps(plates)` is False), or an input has the elements of a plate that is
-        not open (a value computed after its block is outside it: the plate of a cost is
-        where it was computed, and a site drawn there depends on all the elements). An
-        operation none of whose inputs has a plate's elements cannot mix them."""
-        mixed, carried = [], False
-        plates = self.plates
-        for a in inputs:
-            if type(a.plates) is Mixed:
-                mixed.extend(a.plates)
-            elif a.plates:
-                carried = True
-                mixed.extend(p for p in a.plates if p not in plates)
-        if mixed:
-            return Mixed(dict.fromkeys(mixed + list(plates)))
-        if not carried or keeps(plates):
-            return plates
-        return Mixed(dict.fromkeys(plates))
 
     def _record_op(self, prim, inputs, args, result):
         self._ops += 1
@@ -277,9 +257,9 @@ class Trace:
                 parts.append("direct gradient only")
             kept, mixed = c.plate_split()
             where = _in_plates(kept) or (" (outside every plate)" if has_plates else "")
-            if mixed:
-                where += (f"; it mixes the elements of plate {', '.join(p.name for p in mixed)}"
-                          ", so every element's score meets all of it")
+            for p, names in mixed.items():
+                where += (f"; it mixes the elements of plate {p.name} (for the score of "
+                          f"{', '.join(names)}), so each element's score there meets all of it")
             lines.append(f"  {c.name}{where}: " + "; ".join(parts))
         if self.runs_of_program is not None:
             replays = self.runs_of_program[0] - 1
@@ -291,44 +271,6 @@ class Trace:
     def __repr__(self):
         return (f"Trace(n={self.n}, sites={list(self.sites)}, "
                 f"costs={list(self.cost_sites)})")
-
-
-_REDUCTIONS = frozenset([R.sum_, R.mean, R.max_, R.min_, R.logsumexp, R.argmax, R.argmin,
-                         R.softmax, R.log_softmax])
-
-
-_INDEXING = frozenset([R.getitem, R.gather, R.take_along_axis])
-
-
-def _new_axes_only(index):
-    index = index if isinstance(index, tuple) else (index,)
-    return all(i is None or i is Ellipsis or (type(i) is slice and i == slice(None))
-               for i in index)
-
-
-def keeps_elements(prim, args, kwargs, plates):
-    """Does this operation keep the elements of the plates apart: element b of its result
-    computed from element b of its inputs only? Elementwise operations do; a reduction or
-    a matrix product does when no axis it combines has a plate's size; anything else is
-    taken to mix them (the cost is then outside the plate: unbiased, more variance)."""
-    if getattr(prim, "batch", None) == "elementwise":  # (a black box has none: it may mix)
-        return True
-    if prim in _INDEXING and not (isinstance(args[0], PerSample) and args[0].plates):
-        return True  # a table without plate elements, indexed per element (scg.take)
-    if prim is R.getitem and _new_axes_only(args[1]):
-        return True  # x[..., None]: every element stays where it was, axes are added
-    sizes = {p.size for p in plates}
-    if prim in _REDUCTIONS:
-        shape = R.shape(args[0])
-        axis = kwargs.get("axis", -1 if prim in (R.softmax, R.log_softmax) else None)
-        axes = range(len(shape)) if axis is None else \
-            (axis if isinstance(axis, (tuple, list)) else (axis,))
-        return all(shape[a] not in sizes for a in axes)
-    if prim is R.matmul:
-        a, b = args[0], args[1]
-        contracted = [R.shape(a)[-1]] + [R.shape(b)[-2 if R.ndim(b) > 1 else -1]]
-        return all(k not in sizes for k in contracted)
-    return False
 
 
 def _in_plates(plates):

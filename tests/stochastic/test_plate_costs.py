@@ -1,6 +1,7 @@
-"""A cost's plate is where it was computed: a value returned from inside a plate, or given
-to scg.cost there, meets only its own element's scores; a cost that sums over a plate's
-elements is outside it, and explain() says which plate each cost is in."""
+"""A cost's plate is the plate along whose axis its value lies: a value computed element by
+element from a plate's draws (inside the block or after it), wherever it is given, meets
+only its own element's scores; a cost that sums over a plate's elements is outside it, and
+explain() says which plate each cost is in."""
 
 import numpy as np
 import pytest
@@ -79,11 +80,21 @@ def test_a_cost_given_outside_the_plate_keeps_the_plate_of_its_value():
     np.testing.assert_array_equal(draws(model).samples, draws(cost_inside).samples)
 
 
-def test_a_value_computed_after_the_plate_is_outside_it():
+def test_a_value_computed_after_the_plate_element_by_element_stays_in_it():
+    # the plate's axis is known by position: an elementwise cost computed after the block
+    # still has element b's value at element b
     def model(theta):
         with scg.plate("data", len(F)):
             a = scg.sample("a", scg.Bernoulli(logits=theta), estimator="score")
-        return per_point_cost(a)  # computed outside: every score meets all of it
+        return per_point_cost(a)
+    np.testing.assert_array_equal(draws(model).samples, draws(cost_inside).samples)
+
+
+def test_a_value_that_sums_after_the_plate_is_outside_it():
+    def model(theta):
+        with scg.plate("data", len(F)):
+            a = scg.sample("a", scg.Bernoulli(logits=theta), estimator="score")
+        return np.sum(per_point_cost(a))  # every score meets all of it
     np.testing.assert_array_equal(draws(model).samples, draws(summed_inside).samples)
 
 
