@@ -8,8 +8,9 @@ A model run calls, for each sample site, in this order:
    this site needs (1 for most; the support size for an enumeration, the positive and
    negative parts of a measure-valued derivative, the two halves of an antithetic pair of
    DisARM). The run lays the copies of all sites out along the draws' axis (see
-   `scg.stochastic.copies`): the rest of the model is evaluated once per copy with the
-   same upstream values and shared downstream randomness (common random numbers).
+   `scg.stochastic.copies`): the rest of the model is evaluated once per copy as a branch
+   of the run, with the same upstream values, the other copying sites at their main
+   values, and shared downstream randomness (common random numbers).
 3. `draw(d)`: the site's value, given a `SiteDraw` `d` (see `scg.stochastic.sites`) that
    supplies noise, plain samples and the copy layout.
 4. `after_draw(site, run)`: warnings that need the finished site (a moving support).
@@ -41,6 +42,10 @@ class Estimator:
         draws_from_law: the site's values are draws of its distribution (not points of
             its support, which may have probability 0): a family whose draws always have
             a finite log-probability then skips checking it.
+        copies_multiply: its copies (see `copies`) are an exact sum over the site's values,
+            so every copying site that meets it in a cost is evaluated at each of them
+            (the copies multiply); otherwise they are branches of the run beside other
+            sites' (1 + the sum of the extra copies per draw), with copy 0 a main value.
     """
 
     name = "estimator"
@@ -50,6 +55,7 @@ class Estimator:
     baseline = None
     own_draws = False
     draws_from_law = False
+    copies_multiply = False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

@@ -59,8 +59,7 @@ class DisARM(Estimator):
         q = ctx.q(site)
         f_b, f_mirror = ctx.own(site, q)
         half_diff = 0.5 * (f_b - f_mirror)
-        own = [e for e in ctx.copies.names if e == site.name or e in site.param_deps.up]
-        g = np.stack([half_diff, np.zeros_like(half_diff)], axis=1 + own.index(site.name))
+        g = np.stack([half_diff, np.zeros_like(half_diff)], axis=ctx.own_axis(site))
         spread = ctx.to_batch(ctx.spread(g, site), site)  # (rows, *batch), 0 on b~'s rows
         return linear_term(_traced_logits(site, ctx), spread * site.aux["factor"],
                            1.0 / ctx.n)

@@ -23,7 +23,9 @@ class Enumerate(Estimator):
     traced weight whose derivative gives the site's share of the gradient, to any order.
     Inside a plate the elements are enumerated element by element (a plate of 24 Bernoulli
     sites is 24 sums of 2, as the costs of element b depend on element b only); the other
-    dimensions, and several enumerated sites, combine as the product of their supports.
+    dimensions of a site combine as the product of their supports, and so do enumerated
+    sites that meet in a common cost (the exact sum needs every combination); independent
+    enumerated sites add their copies.
 
     Args:
         max_combinations: the most copies of the run (the product of the supports of all
@@ -35,6 +37,7 @@ class Enumerate(Estimator):
 
     name = "enumerate"
     own_draws = True
+    copies_multiply = True  # (the exact sum: sites it meets are evaluated at each value)
 
     def __init__(self, max_combinations=100_000):
         if isinstance(max_combinations, bool) or not isinstance(max_combinations, int) or \
@@ -81,17 +84,20 @@ class Enumerate(Estimator):
         size, shape, per_element = self._layout(d.name, d.dist, d.run.plates)
         joint_shape = tuple(1 if i in per_element else s for i, s in enumerate(shape))
         count = self.copies(d.name, d.dist, d.run.plates)
-        total = d.copies.count
-        if total > self.max_combinations:
-            raise EstimatorError(
-                f"site {d.name!r}: the enumerated sites together take {total:,} copies of "
-                f"the run ({d.copies}), above max_combinations={self.max_combinations:,}; "
-                "enumerate fewer sites, declare plates, or raise max_combinations")
         one_hot = type(family_of(d.dist)).__name__ == "OneHotCategorical"
         values = _values(size, joint_shape, shape, count, one_hot)
         if count == 1:  # a support of one value: no copies of the run
             return np.broadcast_to(values[0], (d.rows,) + values.shape[1:])
         return values[d.copies.index(d.name)]
+
+    def check_layout(self, name, copies):
+        """Raise EstimatorError if the run's layout of copies is above the budget."""
+        if copies.count > self.max_combinations:
+            raise EstimatorError(
+                f"site {name!r}: the enumerated sites together take {copies.count:,} copies "
+                f"of the run ({copies.describe()}), above max_combinations="
+                f"{self.max_combinations:,}; enumerate fewer sites, declare plates, or raise "
+                "max_combinations")
 
     # ------------------------------------------------------------ surrogate
     def weight(self, site, ctx):

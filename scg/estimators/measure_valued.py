@@ -135,8 +135,7 @@ class MeasureValued(Estimator):
                     "element (inside the plate, without summing over it), or draw the site "
                     "outside the plate (a pair of copies per element)")
         q = ctx.q(site)
-        own = [e for e in ctx.copies.names if e == site.name or e in site.param_deps.up]
-        at_base = (slice(None),) * (1 + own.index(site.name)) + (0,)
+        at_base = (slice(None),) * ctx.own_axis(site) + (0,)
         per_copy = ctx.own(site, q)
         onto_site = (slice(None),) + tuple(slice(None) if p in lay.shared else 0
                                            for p in ctx.grid.plates)

@@ -38,10 +38,26 @@ def surrogate(trace, baseline_state, checked):
     return ctx.objective(), ctx.updates
 
 
-def _placed(g, shape, index, kept):
-    """Zeros of `shape` with g, its draw axis moved to `kept`, at `index`."""
+def _placed(g, shape, nf, own, slots, context):
+    """Zeros of `shape` (*blocks, n, *rest) with g, laid out as q lays it out
+    (n, *contexts, *own copies, *rest), on its blocks: the contexts' blocks, the own copies'
+    slots, block 0 of every other factor."""
+    kept = list(context) + ([own] if own is not None else [])
+    # g's axes in the order of the blocks, a unit axis for each other factor
+    x = np.moveaxis(g, 0, len(kept))  # (*contexts, *own, n, *rest)
+    order = sorted(range(len(kept)), key=lambda i: kept[i])
+    x = np.transpose(x, order + list(range(len(kept), x.ndim)))
+    at = sorted(kept)
+    full_shape = tuple(x.shape[at.index(f)] if f in at else 1 for f in range(nf)) + x.shape[
+        len(kept):]
+    x = np.reshape(x, full_shape)
     full = np.zeros(shape)
-    full[index] = np.moveaxis(g, 0, kept)
+    index = [slice(0, 1)] * nf
+    for f in context:
+        index[f] = slice(None)
+    if own is not None:
+        index[own] = np.asarray(slots)
+    full[tuple(index)] = x
     return full
 
 
@@ -89,10 +105,12 @@ class SurrogateContext:
 
     def q(self, site):
         """The costs downstream of the site, plain, per draw and element: shape
-        (n, *copy axes of the site and its upstream copying sites, *the site's plate axes);
-        the copies of copying sites downstream of it are summed with their weights."""
+        (n, *blocks of the factors with copying sites upstream of it, *its own copies if it
+        has copies, *the site's plate axes). Its own copies are the branches of its factor
+        (copy 0 the main run); the factors it does not depend on are summed with their
+        weights (see copies.py)."""
         copies, grid = self.copies, self.grid
-        down = self._down(site)
+        down = self._summed(site) if copies else ()
         total = None  # (the first term as it is: no copy of n numbers for one cost)
         for c in self.trace.downstream_costs(site):
             value, plates = self.costs[c.name]
@@ -104,24 +122,28 @@ class SurrogateContext:
                                 shape)
         if not copies:
             return total
-        return self._group(copies.group_sum(total, down), down)
+        own, context = self._own_factor(site), self._contexts(site)
+        slots = copies.slots(site.name) if own is not None else None
+        return replay.pure(_grouped, total, tuple(copies.blocks), own, slots,
+                           tuple(context), tuple(down))
 
     def spread(self, g, site, traced=False):
         """The inverse of q's layout: a per-draw array of q's shape back on the site's grid
-        rows, weighted by the copying sites upstream of the site (zero on the copies of
-        those downstream, which q summed)."""
+        rows (on the main block of the factors q summed, zero on their other blocks),
+        weighted by the factors of the copying sites upstream of the site."""
         copies = self.copies
         if not copies:
             return g
-        down = self._down(site)
-        kept = len(copies.names) - len(down)
-        shape = tuple(copies.sizes) + (copies.n,) + g.shape[1 + kept:]
-        index = tuple(0 if name in down else slice(None) for name in copies.names)
-        out = copies.merge(replay.pure(_placed, g, shape, index, kept))
-        for e in copies.names:
-            if e in site.param_deps.up:
-                w = self.weight(e)
-                wide = self._wider(w, site.plates)
+        own, context = self._own_factor(site), self._contexts(site)
+        slots = copies.slots(site.name) if own is not None else None
+        shape = tuple(copies.blocks) + (copies.n,) + g.shape[1 + len(context) +
+                                                              (own is not None):]
+        out = copies.merge(replay.pure(_placed, g, shape, len(copies.blocks), own, slots,
+                                       tuple(context)))
+        for f in context:
+            ups = [e for e in copies.factors[f] if e in site.param_deps.up]
+            for e in ups:
+                wide = self._wider(self.weight(e), site.plates)
                 if wide:
                     raise EstimatorError(
                         f"site {site.name!r} is outside plate {', '.join(wide)} but depends on "
@@ -129,11 +151,12 @@ class SurrogateContext:
                         f"the draws of {site.name!r} would never see other combinations of "
                         f"those elements. Draw {site.name!r} inside the plate (per element), "
                         f"or {e!r} outside it, or use another estimator at {e!r}")
-                out = R.multiply(out, w if traced else strip(w))
+            out = R.multiply(out, self._factor_weight(f, ups, traced))
         return out
 
     def weight(self, name):
-        """The weight of each row's costs for copying site `name`, on the grid."""
+        """The weight of each row's costs for copying site `name`, on the grid: its
+        estimator's, or 1 on its copy 0 (the main run) and 0 on the others."""
         got = self._weights.get(name)
         if got is None:
             site = self.trace.sites[name]
@@ -145,12 +168,54 @@ class SurrogateContext:
             self._weights[name] = got
         return got
 
+    def own_axis(self, site):
+        """The axis of q (and of what spread takes) along which a copying site's own
+        copies lie."""
+        return 1 + len(self._contexts(site))
+
     def own(self, site, values):
         """Per-draw values of a copying site's own copies, as q lays them out: the slices
         of `values` (of q's shape) at the site's copy indices k = 0, 1, ..."""
-        axis = 1 + [e for e in self.copies.names if e not in self._down(site)].index(site.name)
+        axis = self.own_axis(site)
         return [np.take(values, k, axis=axis) for k in range(values.shape[axis])]
 
+    def _own_factor(self, site):
+        return self.copies.factor(site.name) if site.name in self.copies.names else None
+
+    def _contexts(self, site):
+        """The factors, other than the site's own, that hold a copying site upstream of it:
+        q keeps their blocks."""
+        own = self._own_factor(site)
+        return [f for f, names in enumerate(self.copies.factors) if f != own and
+                any(e in site.param_deps.up for e in names)]
+
+    def _summed(self, site):
+        """The factors that q sums over: neither the site's own nor a context."""
+        own, context = self._own_factor(site), self._contexts(site)
+        return [f for f in range(len(self.copies.factors)) if f != own and f not in context]
+
+    def _factor_weight(self, f, ups, traced=True):
+        """The weight of each row for factor f, for a cost (or term) downstream of its
+        copying sites `ups`: 1 - sum_e (1 - w_e) on the main block, w_e on e's copies, 0
+        on the copies of the factor's other sites (their branches leave the cost as it
+        is in the main run). Unbiased whenever each w_e is (weights of each site's copies
+        that sum to 1, or an exact sum)."""
+        copies = self.copies
+        if not ups:
+            return np.reshape(copies.main(f), (-1,) + (1,) * len(self.grid.plates))
+        weights = [self.weight(e) if traced else strip(self.weight(e)) for e in ups]
+        if len(ups) == 1 and len(copies.factors[f]) == 1:
+            return weights[0]  # (every row of the factor is a copy of the site)
+        shape = (-1,) + (1,) * len(self.grid.plates)
+        main = copies.main(f)
+        total = None
+        for e, w in zip(ups, weights):
+            rows = np.reshape(main + (copies.index(e) > 0), shape)
+            term = R.multiply(w, rows)
+            total = term if total is None else R.add(total, term)
+        if len(ups) > 1:
+            total = R.subtract(total, np.reshape(main * (len(ups) - 1), shape))
+        return total
     def param(self, site, key):
         """The family's parameter `key` of the site, traced, of physical shape
         (rows, *batch_shape, *event part): shared values are broadcast to every row."""
@@ -237,28 +302,24 @@ class SurrogateContext:
                     objective = R.add(objective, term)
         return objective
 
-    def _weighted(self, c, value, plates, names=None, plain=False):
-        """A cost on the grid times the weights of the copying sites `names` (all of them
-        by default; index 0 of those it does not depend on: its value is the same in all
-        their copies), traced or `plain`."""
+    def _weighted(self, c, value, plates, factors=None, plain=False):
+        """A cost on the grid times the weights of the factors `factors` of the layout (all
+        of them by default) for the copying sites upstream of it, traced or `plain`."""
         copies = self.copies
         if not copies:
             return value
-        for e in copies.names if names is None else names:
-            if e in c.deps.up:
-                w = self.weight(e)
-                wide = self._wider(w, c.plates_for(e))
+        for f in range(len(copies.factors)) if factors is None else factors:
+            ups = [e for e in copies.factors[f] if e in c.deps.up]
+            for e in ups:
+                wide = self._wider(self.weight(e), c.plates_for(e))
                 if wide:
                     raise EstimatorError(
                         f"cost {c.name!r} mixes the elements of plate {', '.join(wide)}, in "
                         f"which site {e!r} is enumerated element by element; compute the cost "
                         "per element (inside the plate, without summing over it), or draw the "
                         f"site outside the plate to enumerate its joint values")
-                value = R.multiply(value, strip(w) if plain else w)
-            else:
-                # (a shared cost, of one row, is counted once per draw too)
-                value = R.multiply(value, np.reshape(copies.first([e]), (-1,) + (1,) * (
-                    np.ndim(strip(value)) - 1)))
+            # (a shared cost, of one row, is counted once per draw too)
+            value = R.multiply(value, self._factor_weight(f, ups, traced=not plain))
         return value
 
     def _wider(self, w, plates):
@@ -266,16 +327,21 @@ class SurrogateContext:
         return [p.name for p in self.grid.plates
                 if np.shape(strip(w))[self.grid.axis(p)] > 1 and p not in plates]
 
-    def _down(self, site):
-        """The copying sites downstream of (or unrelated to) the site: summed out of q."""
-        return [e for e in self.copies.names
-                if e != site.name and e not in site.param_deps.up]
 
-    def _group(self, x, down):
-        s = self.copies.split(x)
-        index = tuple(0 if name in down else slice(None) for name in self.copies.names)
-        s = s[index]
-        return np.moveaxis(s, len(self.copies.names) - len(down), 0)
+def _grouped(total, blocks, own, slots, context, summed):
+    """q's layout from the rows of `total` (rows, *rest): the summed factors summed, the
+    site's own copies taken from its factor, then (n, *contexts, *own copies, *rest)."""
+    nf = len(blocks)
+    s = np.reshape(total, blocks + (-1,) + np.shape(total)[1:])
+    if summed:
+        s = s.sum(axis=summed, keepdims=True)
+    if own is not None:
+        s = np.take(s, list(slots), axis=own)
+    order = [nf] + list(context) + ([own] if own is not None else [])
+    rest = list(range(nf + 1, s.ndim))
+    dropped = [f for f in range(nf) if f not in order]
+    s = np.transpose(s, order + dropped + rest)
+    return np.reshape(s, s.shape[:len(order)] + s.shape[len(order) + len(dropped):])
 
 
 def _levels(x):

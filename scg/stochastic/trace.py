@@ -15,7 +15,7 @@ from .plates import label_op
 from .runtime import RUNTIME
 from ..estimators import Score, as_estimator
 from ..estimators.baselines import LeaveOneOut
-from .copies import Copies
+from .copies import Copies, settle_factors
 from .sites import carries_gradient, cost, family_of
 
 RETURN_COST = "return"
@@ -87,12 +87,34 @@ class Trace:
         was laid out otherwise, stop it: it runs again with the copies (`Replan`)."""
         if count != 1 or name in self.plan:
             self._reached.add(name)
-            if self.plan.get(name) != count:
+            now = self.plan.get(name)
+            if now is None or now[0] != count:
                 if count == 1:
                     del self.plan[name]
                 else:
-                    self.plan[name] = count
+                    self.plan[name] = (count, 0 if now is None else now[1])
                 raise Replan(name)
+
+    def check_factors(self):
+        """Lay the copies of a site that sums over its values (scg.Enumerate()) in another
+        factor than those of every copying site it meets in a common cost (see copies.py);
+        if the run was laid out otherwise, stop it: it runs again (`Replan`)."""
+        plan = self.plan
+        if len(plan) < 2:
+            return
+        multiplies = {k for k in plan if self.sites[k].estimator.copies_multiply}
+        if not multiplies:
+            return
+        factor = settle_factors(plan, [c.deps.up for c in self.cost_sites.values()],
+                                multiplies)
+        changed = any(plan[k][1] != factor[k] for k in plan)
+        for k in plan:
+            plan[k] = (plan[k][0], factor[k])
+        layout = Copies(self.n, plan)  # (checked before the run that would allocate it)
+        for k in multiplies:
+            self.sites[k].estimator.check_layout(k, layout)
+        if changed:
+            raise Replan(next(iter(plan)))
 
     def carries_gradient(self, v):
         return carries_gradient(v, self)
@@ -236,9 +258,11 @@ class Trace:
                          "model downstream per draw")
             lines += [f"      {line}" for line in est.explain_terms(s, self)]
         if self.copies:
-            lines += ["", f"The run holds {self.copies.count} copies of each draw "
-                      f"({', '.join(f'{k}: {c}' for k, c in zip(self.copies.names, self.copies.sizes))}),"
-                      " with shared randomness downstream of the copied sites."]
+            lines += ["", f"The run holds {self.copies.count} evaluations of each draw: "
+                      f"{self.copies.describe()}. Each copying site's copies are branches "
+                      "of the run downstream of it, the other sites at their main values "
+                      "and with shared randomness; the copies of an exact sum multiply with "
+                      "those of the copying sites it meets in a cost."]
         lines += ["", "Costs:"]
         has_plates = any(s.plates for s in self.sites.values()) or \
             any(c.plates for c in self.cost_sites.values())
@@ -317,6 +341,7 @@ def run_model(model, args, kwargs, *, n, rng, decisions, reasons, record=False,
                     del plan[k]
                 if stale:
                     raise Replan(stale[0])
+                trace.check_factors()
             except Replan:
                 _rewind(rng, state)
                 continue

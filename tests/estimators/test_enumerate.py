@@ -185,7 +185,7 @@ def test_the_value_and_explain():
     assert "enumerate: the exact sum over its 2 values" in text
     assert "2 evaluations of the model downstream per draw" in text
     assert "p(a), summed over its values" in text
-    assert "The run holds 2 copies of each draw" in text
+    assert "The run holds 2 evaluations of each draw" in text
 
 
 def test_a_cost_shared_by_all_draws_counts_once():

@@ -1,0 +1,192 @@
+"""Copies are per-site branches: T sequential copying sites cost 1 + sum of (copies - 1)
+evaluations per draw, not the product; only exact sums (Enumerate) that meet in a cost
+multiply. Each layout is unbiased against exact enumeration."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+import scg
+
+from .exact import numeric_grad, numeric_hessian, sig
+
+W = np.array([1.0, -0.5, 2.0, 0.3, -1.2, 0.8])
+
+
+def chain(T, estimator):
+    """b_t ~ Bernoulli(sigmoid(theta_t + w_t b_{t-1})); cost (sum_t w_t b_t - 1)^2."""
+    def model(theta):
+        prev, total = 0.0, 0.0
+        for t in range(T):
+            b = scg.sample(f"b{t}", scg.Bernoulli(logits=theta[t] + W[t % 6] * prev),
+                           estimator=estimator)
+            total = total + W[t % 6] * b
+            prev = b
+        return (total - 1.0) ** 2
+    return model
+
+
+def chain_exact(T):
+    def value(theta):
+        out = 0.0
+        for bits in itertools.product((0.0, 1.0), repeat=T):
+            prob, prev, total = 1.0, 0.0, 0.0
+            for t, b in enumerate(bits):
+                p = sig(theta[t] + W[t % 6] * prev)
+                prob *= p if b else 1 - p
+                total += W[t % 6] * b
+                prev = b
+            out += prob * (total - 1.0) ** 2
+        return out
+    return value
+
+
+def _evaluations(model, theta):
+    return scg.trace(model, theta, n=2, seed=0).copies.count
+
+
+@pytest.mark.parametrize("estimator,per_site", [(scg.DisARM(), 1), (scg.MeasureValued(), 2)],
+                         ids=["disarm", "measure-valued"])
+def test_a_chain_costs_one_plus_the_extra_copies_of_each_site(estimator, per_site):
+    T = 6
+    theta = np.linspace(-0.5, 0.5, T)
+    assert _evaluations(chain(T, estimator), theta) == 1 + per_site * T
+    text = scg.trace(chain(T, estimator), theta, n=2, seed=0).explain()
+    assert f"The run holds {1 + per_site * T} evaluations of each draw" in text
+
+
+@pytest.mark.parametrize("estimator", [scg.DisARM(), scg.MeasureValued()],
+                         ids=["disarm", "measure-valued"])
+def test_a_chain_of_copying_sites_is_unbiased(estimator):
+    T = 5
+    theta = np.array([0.3, -0.6, 0.2, 0.9, -0.1])
+    exact = numeric_grad(chain_exact(T), theta)
+    gs = scg.grad_samples(scg.expectation(chain(T, estimator), n=100_000, seed=4))(theta)
+    z = (gs.mean - exact) / gs.stderr
+    assert np.all(np.abs(z) < 5), z
+    value = scg.expectation(chain(T, estimator), n=100_000, seed=5)(theta)
+    assert value == pytest.approx(chain_exact(T)(theta), rel=0.02)
+
+
+def test_thirty_disarm_sites_take_thirty_one_evaluations():
+    T = 30
+    theta = np.zeros(T)
+    E = scg.expectation(chain(T, scg.DisARM()), n=1_000, seed=0)
+    g = scg.grad(E)(theta)
+    assert np.all(np.isfinite(g))
+    assert E.last_trace.copies.count == 31
+    assert E.last_trace.sites["b0"].value.shape == (31_000,)
+
+
+def test_compare_reports_the_true_evaluations_per_draw():
+    T = 6
+    cmp = scg.compare(chain(T, "auto"), np.zeros(T),
+                      estimators={"disarm": scg.DisARM(), "mvd": scg.MeasureValued()},
+                      n=2_000, seed=0, chunk=1_000)
+    assert cmp["disarm"].evals_per_draw == T + 1
+    assert cmp["mvd"].evals_per_draw == 2 * T + 1
+
+
+def independent_coins(k, estimator):
+    v = np.linspace(-1.0, 2.0, k)
+
+    def model(theta):
+        for i in range(k):
+            a = scg.sample(f"a{i}", scg.Bernoulli(logits=theta[i]), estimator=estimator)
+            scg.cost(f"c{i}", (a - v[i]) ** 2 * (1 + theta[i] ** 2))
+    def exact(th):
+        return np.sum((sig(th) * (1 - v) ** 2 + (1 - sig(th)) * v ** 2) * (1 + th ** 2))
+    return model, exact
+
+
+def test_independent_enumerated_sites_add_and_are_exact_to_second_order():
+    k = 10
+    model, exact = independent_coins(k, scg.Enumerate())
+    theta = np.linspace(-1.0, 1.0, k)
+    E = scg.expectation(model, n=3, seed=0)
+    np.testing.assert_allclose(scg.grad(E)(theta), numeric_grad(exact, theta), rtol=1e-6,
+                               atol=1e-8)
+    assert E.last_trace.copies.count == k + 1  # (not 2^10)
+    np.testing.assert_allclose(scg.hessian(E)(theta), numeric_hessian(exact, theta),
+                               rtol=1e-4, atol=1e-5)
+    assert E(theta) == pytest.approx(exact(theta), rel=1e-12)
+
+
+def test_enumerated_sites_that_meet_in_a_cost_multiply_and_are_exact():
+    k = 4
+    v = np.array([0.5, -1.0, 2.0, 1.5])
+
+    def model(theta):
+        a = [scg.sample(f"a{i}", scg.Bernoulli(logits=theta[i]), estimator=scg.Enumerate())
+             for i in range(k)]
+        return (sum(a[i] * v[i] for i in range(k)) - 1.0) ** 2
+
+    def exact(theta):
+        p, out = sig(theta), 0.0
+        for bits in itertools.product((0.0, 1.0), repeat=k):
+            b = np.array(bits)
+            out += np.prod(np.where(b == 1, p, 1 - p)) * (np.sum(b * v) - 1.0) ** 2
+        return out
+
+    theta = np.array([0.2, -0.3, 0.5, 0.0])
+    E = scg.expectation(model, n=2, seed=0)
+    np.testing.assert_allclose(scg.grad(E)(theta), numeric_grad(exact, theta), rtol=1e-6,
+                               atol=1e-8)
+    assert E.last_trace.copies.count == 2 ** k
+
+
+def test_an_enumerated_site_and_a_disarm_site_that_meet_multiply():
+    # a enumerated, b DisARM downstream of it: b's estimate is needed at each value of a
+    def model(theta):
+        a = scg.sample("a", scg.Bernoulli(logits=theta[0]), estimator=scg.Enumerate())
+        b = scg.sample("b", scg.Bernoulli(logits=theta[1] + 1.5 * a), estimator=scg.DisARM())
+        c = scg.sample("c", scg.Bernoulli(logits=theta[2]), estimator=scg.Enumerate())
+        scg.cost("own", (c - 0.2) ** 2)
+        return (a + 2 * b - 1.2) ** 2
+
+    def exact(theta):
+        pa, pc = sig(theta[0]), sig(theta[2])
+        out = pc * 0.64 + (1 - pc) * 0.04
+        for a in (0.0, 1.0):
+            pb = sig(theta[1] + 1.5 * a)
+            inner = pb * (a + 2 - 1.2) ** 2 + (1 - pb) * (a - 1.2) ** 2
+            out += (pa if a else 1 - pa) * inner
+        return out
+
+    theta = np.array([0.3, -0.4, 0.6])
+    E = scg.expectation(model, n=100_000, seed=2)
+    gs = scg.grad_samples(E)(theta)
+    z = (gs.mean - numeric_grad(exact, theta)) / np.maximum(gs.stderr, 1e-7)  # (c: exact)
+    assert np.all(np.abs(z) < 5), z
+    # a and b meet in the return cost: 2 x 2; c meets neither, so it adds one branch
+    assert E.last_trace.copies.count == 2 * 3
+
+
+def test_copying_sites_in_a_plate_and_a_chain_are_per_element_and_unbiased():
+    B = 3
+    w = np.array([0.5, -1.0, 2.0])
+
+    def model(theta):
+        with scg.plate("p", B):
+            z1 = scg.sample("z1", scg.Bernoulli(logits=theta[0] * np.ones(B)),
+                            estimator=scg.DisARM())
+            z2 = scg.sample("z2", scg.Bernoulli(logits=theta[1] + w * z1),
+                            estimator=scg.DisARM())
+            return (z1 + z2 - w) ** 2
+
+    def exact(theta):
+        p1 = sig(theta[0])
+        out = 0.0
+        for z1 in (0.0, 1.0):
+            p2 = sig(theta[1] + w * z1)
+            out += np.sum((p1 if z1 else 1 - p1) * (
+                p2 * (z1 + 1 - w) ** 2 + (1 - p2) * (z1 - w) ** 2))
+        return out
+
+    theta = np.array([0.2, -0.5])
+    E = scg.expectation(model, n=100_000, seed=7)
+    gs = scg.grad_samples(E)(theta)
+    z = (gs.mean - numeric_grad(exact, theta)) / gs.stderr
+    assert np.all(np.abs(z) < 5), z
+    assert E.last_trace.copies.count == 3
