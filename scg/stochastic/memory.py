@@ -1,12 +1,20 @@
-"""A guard against runs whose n draws cannot fit in memory: a clear error before numpy
-asks the system for tens of gigabytes."""
+"""A guard against runs whose layout cannot fit in memory: a clear error before numpy asks
+the system for tens of gigabytes (or the system's out-of-memory killer ends the process),
+and the chunk size that fits, for studies that split their draws.
+
+A run holds rows = n draws x the evaluations each draw takes (copies of the run, see
+copies.py); each site adds arrays of one row per evaluation, of its value's and its
+parameters' sizes.
+"""
 
 import math
 import os
+import tracemalloc
 
-# Arrays of a site's size that a gradient keeps alive at once (draw, log-probability,
-# cotangent): about 3 measured at n = 10**6, so a run that is refused would fail.
-ARRAYS_PER_SITE = 3
+# Arrays of a site's size that a gradient keeps alive at once (the draw, its parameters
+# lifted to the rows, the log-probability, the estimator's terms and their cotangents):
+# about 6 measured at rows = 10**6 (a chain of DisARM coins, a Categorical of 50 values).
+ARRAYS_PER_SITE = 6
 
 
 def available_bytes():
@@ -24,14 +32,21 @@ def available_bytes():
         return None
 
 
-def memory_error(n, needed, available, what):
+def memory_error(n, needed, available, what, copies=None):
     gb = 1024 ** 3
+    fits = max(1, n * available // (2 * needed))
+    layout = ""
+    if copies:
+        layout = (f" x {copies.count:,} evaluations each ({copies.describe()}) = "
+                  f"{n * copies.count:,} rows")
     return MemoryError(
-        f"{what}: n = {n:,} draws need at least about {needed / gb:.1f} GiB at once "
-        f"(float64 arrays of shape (n, ...) for the draws, log-probabilities, costs and "
-        f"their derivatives), and this machine has {available / gb:.1f} GiB available. "
-        f"Use fewer draws per call (n = {max(1, n * available // (4 * needed)):,} fits) "
-        "and average several calls: each call draws fresh samples")
+        f"{what}: n = {n:,} draws{layout} need at least about {needed / gb:.1f} GiB at once "
+        f"(float64 arrays of one row per evaluation for the draws, their parameters, "
+        f"log-probabilities, costs and their derivatives), and this machine has "
+        f"{available / gb:.1f} GiB available. Use fewer draws per call (n = {fits:,} fits) "
+        "and average several calls, each of which draws fresh samples, or split the draws: "
+        f"scg.grad_samples(E, chunk={fits:,}) or scg.compare(..., chunk={fits:,}), whose "
+        "default chunk fits by itself")
 
 
 def check_n(n):
@@ -42,15 +57,63 @@ def check_n(n):
         raise memory_error(n, needed, available, "scg.expectation")
 
 
-def check_fits(run, shape, name):
-    """Count the memory a new site `name` of logical `shape` adds to `run`; refuse it when
-    the run's sites together cannot fit."""
+def check_fits(run, dist, name):
+    """Count the memory a new site `name` adds to `run` (rows x its value's and parameters'
+    sizes); refuse it when the run's sites together cannot fit."""
+    from ..distributions.base import family_of  # (the distributions sit below this layer)
+    shape = tuple(dist.batch_shape) + tuple(dist.event_shape)
+    size = math.prod(shape)
+    batch = math.prod(dist.batch_shape)
+    for v in family_of(dist).params.values():
+        if v is not None:  # (a parameter's entries beyond the value's, such as logits)
+            size += max(0, math.prod(getattr(v, "shape", ())) - batch)
     before = run.bytes_estimate
-    run.bytes_estimate += 8 * run.rows * math.prod(shape) * ARRAYS_PER_SITE
+    run.bytes_estimate += 8 * run.rows * size * ARRAYS_PER_SITE
     if run.bytes_estimate > (1 << 30):  # (below a GiB: not worth a look at the system)
         if run.bytes_budget is None:
             # read once per run: what was free before the earlier sites took their share
             available = available_bytes()
             run.bytes_budget = -1 if available is None else available + before
         if 0 <= run.bytes_budget < run.bytes_estimate:
-            raise memory_error(run.rows, run.bytes_estimate, run.bytes_budget, f"site {name!r}")
+            raise memory_error(run.n, run.bytes_estimate, run.bytes_budget, f"site {name!r}",
+                               run.copies)
+
+
+def bytes_per_draw(run_with):
+    """The memory one draw takes, measured: the peak of numpy's and Python's allocations
+    (tracemalloc) while `run_with(n)` runs at two small n, the difference per draw (what
+    does not grow with n, such as parameters, cancels)."""
+    peaks = []
+    sizes = (64, 320)
+    for n in sizes:
+        was = tracemalloc.is_tracing()
+        if not was:
+            tracemalloc.start()
+        tracemalloc.reset_peak()
+        start = tracemalloc.get_traced_memory()[0]
+        try:
+            run_with(n)
+            peaks.append(tracemalloc.get_traced_memory()[1] - start)
+        finally:
+            if not was:
+                tracemalloc.stop()
+    return max(1.0, (peaks[1] - peaks[0]) / (sizes[1] - sizes[0]))
+
+
+# Allocations that tracemalloc sees take up to about half of the process's resident
+# memory at its peak (freed arrays the allocator keeps, numba's and numpy's own buffers):
+# a chunk is sized to a quarter of the memory available by that measure.
+MEASURED_SHARE = 4
+
+
+def fitting_chunk(per_draw, wanted, even=False):
+    """The largest chunk up to `wanted` draws whose measured allocations take at most a
+    quarter of the memory available now, at `per_draw` bytes a draw (at least 2; even
+    when `even`)."""
+    available = available_bytes()
+    if available is None:
+        return wanted
+    chunk = int(min(wanted, max(2, available // (MEASURED_SHARE * per_draw))))
+    if even and chunk % 2 and chunk > 2:
+        chunk -= 1
+    return chunk

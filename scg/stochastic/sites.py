@@ -165,7 +165,7 @@ def sample(name, dist, *, estimator="auto"):
         raise TypeError(f"site {name!r}: expected a scg distribution, got {type(dist).__name__}")
     run.check_new_name(name)
     dist = _apply_plates(_captured(dist), name, run.plates)
-    check_fits(run, dist.batch_shape + dist.event_shape, name)
+    check_fits(run, dist, name)
     est, reason = _choose(run, name, dist, run.estimator_for(name, dist, estimator))
     run.check_copies(name, est.copies(name, dist, run.plates))
     level = run.level

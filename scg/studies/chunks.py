@@ -19,6 +19,7 @@ import numpy as np
 from ..core import pytree
 from ..core.progress import progress
 from ..stochastic.expectation import Expectation, grad_samples
+from ..stochastic.memory import available_bytes, bytes_per_draw, fitting_chunk
 from .moments import Moments, merge_all
 
 
@@ -53,6 +54,7 @@ class ChunkResult:
     pairs: bool = False  # a site drew antithetic pairs
     no_history: tuple = ()  # sites whose stateful baseline started without history
     sites: tuple = ()  # the names of the model's sample sites
+    bytes_per_draw: float = 0.0  # the layout's estimate (see stochastic/memory.py)
 
 
 def run_chunk(task):
@@ -82,7 +84,27 @@ def run_chunk(task):
     no_history = tuple(s.name for s in trace.sites.values() if s.baseline is not None and
                        s.baseline.stateful and not start_state.get(s.name))
     return ChunkResult(moments, seconds, evals, kept, task.label, pairs, no_history,
-                       tuple(trace.sites))
+                       tuple(trace.sites), trace.bytes_estimate / task.n)
+
+
+# The estimate of a layout's memory counts the arrays of its sites; what a model computes
+# besides may take up to about this many times more (measured: 2 to 3 for chains of
+# copying sites): above it, the chunk's memory is measured.
+ESTIMATE_MARGIN = 4
+
+
+def fitting_chunk_size(task_of, probe, wanted):
+    """Draws per chunk, at most `wanted`, that fit: `wanted` when the layout's estimate
+    from `probe` (a ChunkResult of a few draws) with its margin takes at most half the
+    memory available, else what fits by the memory of a run measured at two small n
+    (`task_of(n)` gives the task; `fitting_chunk`). Even when the model draws antithetic
+    pairs."""
+    available = available_bytes()
+    if available is None or probe.bytes_per_draw * ESTIMATE_MARGIN * wanted <= available / 2:
+        return wanted
+    per_draw = bytes_per_draw(lambda n: run_chunk(task_of(n if not probe.pairs else
+                                                           n + n % 2)))
+    return fitting_chunk(per_draw, wanted, even=probe.pairs)
 
 
 def chunk_sizes(n, chunk):

@@ -10,8 +10,8 @@ import numpy as np
 
 from ..core import pytree
 from ..estimators import as_estimator
-from .chunks import (ChunkTask, chunk_sizes, merge, run_chunk, run_chunks, spawn, structure,
-                     warn_no_history)
+from .chunks import (ChunkTask, chunk_sizes, fitting_chunk_size, merge, run_chunk, run_chunks,
+                     spawn, structure, warn_no_history)
 
 
 class Row:
@@ -183,7 +183,9 @@ def compare(model, *args, estimators, n, seed=None, reference=None, argnums=0, c
             from it.
         reference: the exact gradient (structured like the argument), for bias and z.
         argnums: which arguments to differentiate, as in scg.grad.
-        chunk: draws per chunk (memory is that of one chunk); default min(n, 100 000).
+        chunk: draws per chunk (memory is that of one chunk); default min(n, 100 000), or
+            fewer when the estimators' layouts (draws x copies x values) need more than
+            half the memory available (measured on a few draws).
         client: a dask.distributed.Client: the chunks run on its workers, with the same
             results as in this process for the same seed and chunk.
         keep: per-draw estimates kept per estimator, for the plot's histograms.
@@ -213,11 +215,19 @@ def compare(model, *args, estimators, n, seed=None, reference=None, argnums=0, c
                 as_estimator(s)
             except (TypeError, ValueError) as e:
                 raise type(e)(f"estimators[{label!r}]: {e}") from None
+    auto = chunk is None
     chunk = min(n, 100_000) if chunk is None else chunk
     sizes = chunk_sizes(n, chunk)
     rebuild = structure(args, argnums)
     flat_reference = None if reference is None else rebuild.flatten(reference)
-    _probe(model, args, kwargs, estimators, argnums, allow_unused, sizes, n, chunk)
+    probes = _probe(model, args, kwargs, estimators, argnums, allow_unused, sizes, n, chunk)
+    if auto:  # (the default chunk: one that fits, for the hungriest estimator)
+        for label, probe in probes.items():
+            chunk = fitting_chunk_size(
+                lambda k, spec=estimators[label]: ChunkTask(
+                    model, args, kwargs, k, np.random.SeedSequence(0), spec, argnums,
+                    allow_unused, label=label), probe, chunk)
+        sizes = chunk_sizes(n, chunk)
     tasks = []
     for label, label_seed in zip(estimators, spawn(seed, len(estimators))):
         for i, (size, s) in enumerate(zip(sizes, label_seed.spawn(len(sizes)))):
@@ -238,7 +248,8 @@ def compare(model, *args, estimators, n, seed=None, reference=None, argnums=0, c
 def _probe(model, args, kwargs, estimators, argnums, allow_unused, sizes, n, chunk):
     """Run every estimator on 4 draws, here: one that does not apply fails now, with its
     label; one that draws antithetic pairs needs chunks of an even size; a per-site spec
-    must name sites of the model."""
+    must name sites of the model. Returns {label: the probe's ChunkResult}."""
+    probes = {}
     for label, spec in estimators.items():
         task = ChunkTask(model, args, kwargs, 4, np.random.SeedSequence(0), spec, argnums,
                          allow_unused, label=label)
@@ -260,3 +271,5 @@ def _probe(model, args, kwargs, estimators, argnums, allow_unused, sizes, n, chu
                 f"estimator {label!r} draws antithetic pairs, so every chunk needs an even "
                 f"number of draws; n = {n:,} in chunks of {chunk:,} gives chunks of "
                 f"{sorted(set(sizes))}: choose an even n and an even chunk")
+        probes[label] = result
+    return probes

@@ -1,9 +1,11 @@
 """scg.grad_samples, also in chunks: bounded memory for any n, on a Dask cluster or not."""
 
+import numpy as np
+
 from ..stochastic.expectation import Expectation, GradSamples
 from ..stochastic.expectation import grad_samples as grad_samples_in_memory
-from .chunks import (ChunkTask, chunk_sizes, merge, run_chunks, spawn, structure,
-                     warn_no_history)
+from .chunks import (ChunkTask, chunk_sizes, fitting_chunk_size, merge, run_chunk, run_chunks,
+                     spawn, structure, warn_no_history)
 
 
 def grad_samples(E, argnums=0, *, allow_unused=False, chunk=None, client=None):
@@ -14,7 +16,9 @@ def grad_samples(E, argnums=0, *, allow_unused=False, chunk=None, client=None):
     dask.distributed.Client), the n draws run in chunks with seeds spawned from the
     expectation's generator, and only their statistics are kept and merged exactly:
     `.samples` is None, `.mean`, `.var`, `.stderr`, `.n` are as for all n draws, and memory
-    is that of one chunk.
+    is that of one chunk. `chunk="auto"` (the default with a client) takes min(n, 100 000)
+    draws per chunk, or fewer when the layout (draws x copies x values) needs more than half
+    the memory available (measured on a few draws).
 
     Returns:
         A function returning a `GradSamples`.
@@ -30,7 +34,14 @@ def grad_samples(E, argnums=0, *, allow_unused=False, chunk=None, client=None):
         raise TypeError("scg.grad_samples takes an expectation made by scg.expectation")
 
     def chunked(*args, **kwargs):
-        sizes = chunk_sizes(E.n, chunk if chunk is not None else min(E.n, 100_000))
+        size = min(E.n, 100_000) if chunk in (None, "auto") else chunk
+        if chunk in (None, "auto"):  # (one that fits: the layout measured on a few draws)
+            def task_of(k):
+                return ChunkTask(E.model, args, kwargs, k, np.random.SeedSequence(0),
+                                 E.estimators, argnums, allow_unused,
+                                 baseline_state=E._baseline_state)
+            size = fitting_chunk_size(task_of, run_chunk(task_of(4)), size)
+        sizes = chunk_sizes(E.n, size)
         # fresh draws on every call, as for an expectation in memory: the chunks' seeds
         # come from a number drawn from the expectation's generator
         seeds = spawn(int(E.rng.integers(2 ** 63)), len(sizes))
