@@ -147,10 +147,19 @@ def batch_core_dims(*ranks):
 # shape (of one element, for a batched argument), `out_shape` the result's. The rule
 # returns one frozenset per axis of the result. A label that an argument has and the
 # result does not is one the operation combined or moved out of place: a reduction, a
-# contraction, an index, a reshape across it. Each rule is given where its primitive is
+# contraction, an index, a reshape across it. A label that an operation combines in one
+# argument is not on the result even where another argument brings it (`strip_labels`): the
+# result's entries depend on all of that axis's elements. Each rule is given where its primitive is
 # defined; elementwise primitives broadcast their labels (`axes_rule`); a primitive
 # without a rule has results without labels. Nothing here compares sizes to decide.
 NO_LABEL = frozenset()
+
+
+def strip_labels(labels, consumed):
+    """Labels without the plates in `consumed` (combined by the operation somewhere)."""
+    if not consumed:
+        return labels
+    return [label - consumed for label in labels]
 
 
 def broadcast_labels(labels, shapes, out_shape):
@@ -158,6 +167,7 @@ def broadcast_labels(labels, shapes, out_shape):
     a longer one does not pass its label on (its one element is every element now)."""
     nd = len(out_shape)
     out = [NO_LABEL] * nd
+    consumed = set()
     for lab, s in zip(labels, shapes):
         if not lab:
             continue
@@ -165,7 +175,9 @@ def broadcast_labels(labels, shapes, out_shape):
         for i, label in enumerate(lab):
             if label and k + i >= 0 and s[i] == out_shape[k + i]:
                 out[k + i] = out[k + i] | label
-    return out
+            elif label:
+                consumed |= label
+    return strip_labels(out, consumed)
 
 
 def _axes_elementwise(args, kwargs, labels, shapes, out_shape):
@@ -194,9 +206,12 @@ def axes_core_dims(*ranks):
     def rule(args, kwargs, labels, shapes, out_shape):
         lead = [lab[:len(lab) - r] if lab else None for lab, r in zip(labels, ranks)]
         lead_shapes = [s[:len(s) - r] for s, r in zip(shapes, ranks)]
+        consumed = {p for lab, r in zip(labels, ranks) if lab
+                    for label in lab[len(lab) - r:] for p in label}
         core = max(0, len(out_shape) - max(len(s) for s in lead_shapes))
         outer = out_shape[:len(out_shape) - core]
-        return tuple(broadcast_labels(lead, lead_shapes, outer)) + (NO_LABEL,) * core
+        return tuple(strip_labels(broadcast_labels(lead, lead_shapes, outer), consumed)) + \
+            (NO_LABEL,) * core
     return rule
 
 
@@ -710,6 +725,7 @@ def _axes_joined(new_axes):
         nd = len(out_shape)
         axis = kwargs.get("axis", 0) % nd
         out = [NO_LABEL] * nd
+        consumed = set()
         for lab, s in zip(labels, shapes):
             if not lab:
                 continue
@@ -720,7 +736,9 @@ def _axes_joined(new_axes):
             for k in range(nd):
                 if k != axis and lab[k] and s[k] == out_shape[k]:
                     out[k] = out[k] | lab[k]
-        return tuple(out)
+                elif lab[k]:
+                    consumed |= lab[k]
+        return tuple(strip_labels(out, consumed))
     return rule
 
 
@@ -947,13 +965,22 @@ def _index_labels(lab, in_shape, index, out_shape):
         consumed = consumed[:at] + [1] * fill + consumed[at + 1:]
     advanced = any(arrays)
     pieces, adv, axis = [], [], 0  # pieces: lists of labels, or "adv" for an array index
+    taken = set()  # the plates of the axes the index takes
     for i, is_array, k in zip(index, arrays, consumed):
         if i is None:
             pieces.append([NO_LABEL])
-        elif isinstance(i, slice):
+            continue
+        if isinstance(i, slice):
             n = in_shape[axis]
-            pieces.append([lab[axis] if i.indices(n) == (0, n, 1) else NO_LABEL])
-        elif is_array or advanced:  # (beside arrays, integers are array indices too)
+            full = i.indices(n) == (0, n, 1)
+            pieces.append([lab[axis] if full else NO_LABEL])
+            if not full:
+                taken |= lab[axis]
+            axis += k
+            continue
+        for j in range(axis, axis + k):
+            taken |= lab[j]
+        if is_array or advanced:  # (beside arrays, integers are array indices too)
             if isinstance(i, _LabelledIndex):
                 adv.append((i.labels, i.shape))
             elif is_array and np.asarray(i).dtype == bool:
@@ -971,7 +998,7 @@ def _index_labels(lab, in_shape, index, out_shape):
             pieces = [group] + [p for p in pieces if p != "adv"]
         else:
             pieces = [group if p == "adv" else p for p in pieces]
-    out = tuple(label for p in pieces for label in p)
+    out = tuple(strip_labels([label for p in pieces for label in p], taken))
     return out if len(out) == len(out_shape) else (NO_LABEL,) * len(out_shape)
 
 
@@ -1039,7 +1066,7 @@ def _axes_take_along_axis(args, kwargs, labels, shapes, out_shape):
     blank = [lab[:axis] + (NO_LABEL,) + lab[axis + 1:] for lab in (lx, li)]
     out = broadcast_labels(blank, [sx, si], out_shape)
     out[axis] = li[axis] if si[axis] == out_shape[axis] else NO_LABEL
-    return tuple(out)
+    return tuple(strip_labels(out, lx[axis]))
 
 
 take_along_axis.axes = _axes_take_along_axis
@@ -1123,12 +1150,15 @@ def _axes_matmul(args, kwargs, labels, shapes, out_shape):
     lb = labels[1] or (NO_LABEL,) * len(sb)
     if len(sa) == 1 and len(sb) == 1:
         return ()
+    contracted = la[-1] | (lb[-2] if len(sb) > 1 else lb[-1])
     if len(sa) == 1:
-        return tuple(broadcast_labels([lb[:-2]], [sb[:-2]], out_shape[:-1])) + (lb[-1],)
-    if len(sb) == 1:
-        return tuple(la[:-1])
-    stack = broadcast_labels([la[:-2], lb[:-2]], [sa[:-2], sb[:-2]], out_shape[:-2])
-    return tuple(stack) + (la[-2], lb[-1])
+        out = broadcast_labels([lb[:-2]], [sb[:-2]], out_shape[:-1]) + [lb[-1]]
+    elif len(sb) == 1:
+        out = list(la[:-1])
+    else:
+        stack = broadcast_labels([la[:-2], lb[:-2]], [sa[:-2], sb[:-2]], out_shape[:-2])
+        out = stack + [la[-2], lb[-1]]
+    return tuple(strip_labels(out, contracted))
 
 
 matmul.axes = _axes_matmul
@@ -1246,6 +1276,7 @@ def _axes_einsum(args, kwargs, labels, shapes, out_shape):
     length); a letter summed away takes its labels with it."""
     ins, out = _parse_einsum(args[0], shapes[1:])
     result = [NO_LABEL] * len(out)
+    consumed = set()
     for sub, lab, s in zip(ins, labels[1:], shapes[1:]):
         if not lab:
             continue
@@ -1253,7 +1284,9 @@ def _axes_einsum(args, kwargs, labels, shapes, out_shape):
             k = out.find(c)
             if label and k >= 0 and n == out_shape[k]:
                 result[k] = result[k] | label
-    return tuple(result)
+            elif label:
+                consumed |= label
+    return tuple(strip_labels(result, consumed))
 
 
 einsum.axes = _axes_einsum

@@ -89,7 +89,7 @@ def label_draw(dist, params, level, open_plates, sites):
     outer = len(dist.batch_shape)
     for p in open_plates:
         out[outer + p.dim] = out[outer + p.dim] | {p}
-    inputs = []
+    inputs, consumed = [], set()
     for key, v in inner.params.items():
         if not (type(v) is PerSample and v.level == level):
             continue
@@ -99,6 +99,7 @@ def label_draw(dist, params, level, open_plates, sites):
         c = inner.arg_constraints.get(key)
         event = c.event_dim if c is not None else 0
         lab, shape = v.axes[:len(v.axes) - event], v.shape[:len(v.shape) - event]
+        consumed.update(p for label in v.axes[len(v.axes) - event:] for p in label)
         for k, label in enumerate(R.broadcast_labels([lab], [shape], batch)):
             out[k] = out[k] | label
-    return _settle(tuple(out), inputs, sites, value_shape)
+    return _settle(tuple(R.strip_labels(out, consumed)), inputs, sites, value_shape)

@@ -111,8 +111,9 @@ class Trace:
         for k in plan:
             plan[k] = (plan[k][0], factor[k])
         layout = Copies(self.n, plan)  # (checked before the run that would allocate it)
-        for k in multiplies:
-            self.sites[k].estimator.check_layout(k, layout)
+        for k in plan:  # (in the order of the sites, for a message that does not vary)
+            if k in multiplies:
+                self.sites[k].estimator.check_layout(k, layout)
         if changed:
             raise Replan(next(iter(plan)))
 

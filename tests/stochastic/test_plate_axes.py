@@ -194,3 +194,48 @@ def test_partial_and_closures_see_the_same_axes():
                                            seed=0))(np.zeros(B))
     got = scg.grad_samples(scg.expectation(part, n=64, seed=0))(np.zeros(B))
     np.testing.assert_allclose(got.samples, ref.samples, rtol=1e-12, atol=1e-12)
+
+
+# An operation that combines a plate's elements in one argument while another argument
+# brings the plate back onto an axis of the result: the result mixes the plate.
+F3 = np.array([1.5, -0.5, 2.0])
+W3 = np.array([[0.5, -1.0, 2.0], [1.0, 0.3, -0.7], [-1.2, 0.8, 0.4]])
+K3 = np.array([2, 0, 1])
+COMBINING = {
+    "einsum over the other copy": lambda z: np.einsum("i,j->i", z, z) * F3,
+    "matmul back onto itself": lambda z: (z[:, None] * W3) @ z,
+    "dot back onto itself": lambda z: np.dot(z[:, None] * W3, z),
+    "indexed by a permutation": lambda z: F3 * z[K3] * z,
+    "take by a permutation": lambda z: F3 * scg.take(z, K3, axis=0) * z,
+    "take_along_axis": lambda z: F3 * np.take_along_axis(z, K3, 0) * z,
+}
+
+
+@pytest.mark.parametrize("name", list(COMBINING))
+def test_combining_a_plate_while_another_argument_keeps_it_mixes(name):
+    cost = COMBINING[name]
+    plate = scg.stochastic.sites.Plate("p", 3, -1)
+
+    def model(theta, estimator="score"):
+        with scg.plate("p", 3):
+            z = scg.sample("z", scg.Bernoulli(logits=theta), estimator=estimator)
+            return cost(z)
+
+    theta = np.array([0.4, -0.7, 1.1])
+    c = scg.trace(model, theta, n=2, seed=0).cost_sites["return"]
+    assert c.plates_for("z") == () and plate in {p for p, _ in c.mixed}
+    with pytest.raises(scg.EstimatorError, match="mixes the elements of plate p"):
+        scg.grad(scg.expectation(functools.partial(model, estimator=scg.Enumerate()),
+                                 n=2))(theta)
+
+    def exact(th):
+        p = _sig(th)
+        total = 0.0
+        for bits in range(8):
+            z = np.array([(bits >> b) & 1 for b in range(3)], dtype=float)
+            total += np.prod(np.where(z == 1, p, 1 - p)) * np.sum(cost(z))
+        return total
+    numeric = np.array([(exact(theta + e) - exact(theta - e)) / 2e-6 for e in np.eye(3) * 1e-6])
+    gs = scg.grad_samples(scg.expectation(model, n=100_000, seed=2))(theta)
+    z = (gs.mean - numeric) / gs.stderr
+    assert np.all(np.abs(z) < 5), z

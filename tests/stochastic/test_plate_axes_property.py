@@ -121,6 +121,16 @@ def apply(op, a, b, seed, v, ref):
         k = _axis(a, nd)
         ref.blank(k)
         return scg.take(v, np.arange(shape[k])[::-1], axis=k)
+    if op == "times own permutation":  # (one argument combines the axis, one keeps it)
+        k = _axis(a, nd)
+        ref.mixed |= ref.names[k] == "p"
+        return v * scg.take(v, np.arange(shape[k])[::-1], axis=k)
+    if op == "contract against itself" and nd >= 1:
+        k = _axis(a, nd)
+        letters = "abcd"[:nd]
+        other = letters[:k] + "z" + letters[k + 1:]
+        ref.mixed |= ref.names[k] == "p"
+        return np.einsum(f"{letters},{other}->{letters}", v, v) if shape[k] == B else v
     if op == "broadcast" and nd < 4:
         ref.names.insert(0, None)
         return np.broadcast_to(v, (B,) + shape)
@@ -133,7 +143,8 @@ def apply(op, a, b, seed, v, ref):
 
 OPS = ["outer", "front", "T", "swap", "moveaxis", "matmul", "rmatmul", "dot", "einsum",
        "sum", "center", "index", "reverse", "full slice", "merge", "split", "concatenate",
-       "stack", "softmax", "take", "broadcast", "expand and squeeze", "elementwise"]
+       "stack", "softmax", "take", "broadcast", "expand and squeeze", "elementwise",
+       "times own permutation", "contract against itself"]
 PROGRAMS = st.lists(st.tuples(st.sampled_from(OPS), st.integers(0, 3), st.integers(0, 3)),
                     min_size=1, max_size=6)
 
