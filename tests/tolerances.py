@@ -33,3 +33,27 @@ def assert_product_close(got, want, a, b):
     assert np.all(diff <= bound), (
         f"products differ by {np.max(diff)} where the rounding bound for {want.dtype} "
         f"allows {np.min(bound)}")
+
+
+def assert_close_ulps(got, want, ulps, scale=None):
+    """|got - want| <= ulps * eps * scale entrywise, eps the unit roundoff of want's dtype.
+
+    scale is the magnitude of the computation that produced want (an array broadcasting
+    against it, or a number); by default |want|, a relative bound of ulps eps. Entries
+    that are not finite in want (nan, inf) must be the same in got, and results of exact
+    dtypes (integers, bools, objects) must be equal."""
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape, f"shapes differ: {got.shape} and {want.shape}"
+    eps = unit_roundoff(want.dtype)
+    if eps == 0.0:
+        np.testing.assert_array_equal(got, want)
+        return
+    finite = np.isfinite(want)
+    np.testing.assert_array_equal(got[~finite], want[~finite])
+    scale = np.abs(want) if scale is None else np.broadcast_to(np.abs(scale), want.shape)
+    bound = ulps * eps * np.real(scale)
+    diff = np.abs(got.astype(complex) - want.astype(complex))
+    bad = finite & ~(diff <= bound)
+    assert not np.any(bad), (
+        f"{np.count_nonzero(bad)} entries differ by more than {ulps} eps ({want.dtype}) of "
+        f"their scale: the worst by {np.max(diff[bad])} where {bound[bad].min()} is allowed")

@@ -8,6 +8,7 @@ import pytest
 import scg
 from scg.kernels import small as elementwise
 from scg.numpy import rules as R
+from tests.tolerances import unit_roundoff
 
 
 def _exact_sigmoid(x):
@@ -21,6 +22,8 @@ def _exact_sigmoid(x):
     np.array([[-745.5, -709.5], [36.0, 40.0]]),   # subnormal results, 1 - 2^-53
 ])
 def test_sigmoid_loop_is_correctly_rounded_nearly_everywhere_and_quiet(x):
+    if np.finfo(np.longdouble).eps == np.finfo(float).eps:
+        pytest.skip("np.longdouble is float64 here: no extended precision to check against")
     assert elementwise.sigmoid(x) is not None  # (the loop, not numpy, is measured here)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # (no overflow warning in either tail)
@@ -29,7 +32,7 @@ def test_sigmoid_loop_is_correctly_rounded_nearly_everywhere_and_quiet(x):
     assert got.shape == x.shape
     tiny = np.finfo(float).tiny
     rel = np.abs(got - expected) / np.maximum(expected, tiny)
-    assert rel.max() <= 2.5e-16
+    assert rel.max() <= 3 * unit_roundoff(float)  # (libm's exp, an add and a divide)
     assert np.all(got[expected > 0] > 0)  # (the negative tail keeps its relative precision)
 
 
