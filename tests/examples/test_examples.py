@@ -89,3 +89,14 @@ def test_estimator_zoo(tmp_path):
     assert worked["pathwise, antithetic"]["evals"] == 2
     assert worked["pathwise"]["variance"] < worked["score"]["variance"]
     assert pngs(tmp_path) == ["estimator_zoo.png"]
+
+
+def test_digits_vae(tmp_path):
+    pytest.importorskip("sklearn")
+    mod = load("digits_vae")
+    out = mod.main(steps=60, variance_calls=40, out_dir=tmp_path)
+    v = out["variance"]
+    assert v["DisARM"] < v["leave-one-out"]               # the paper's ordering
+    for c in out["curves"].values():
+        assert c[-1, 2] > c[0, 2]                          # the ELBO goes up
+    assert pngs(tmp_path) == ["digits_vae_training.png"]

@@ -1,0 +1,271 @@
+"""The linear VAE of the DisARM paper on scikit-learn's digits: scg against the same
+estimators written by hand in PyTorch, at the same parameters and data.
+
+The setting of examples/digits_vae.py: 1,797 digits binarized at pixel > 7, 32 binary
+latents, linear encoder and decoder, a learned Bernoulli prior, minibatch 64, Adam(1e-3).
+Estimators of the encoder's gradient: leave-one-out with 2 draws per image (RLOO), DisARM
+(one antithetic pair), straight-through Gumbel-softmax (temperature 1). Measured:
+
+1. the variance of the minibatch's encoder gradient over independent calls, at shared
+   parameters (those a leave-one-out run reaches after `--train-steps` steps), summed over
+   the encoder's coordinates;
+2. the bias against the exact gradient, by enumeration, with 10 latents: max |z| over the
+   encoder's coordinates, z = (mean of the calls - exact) / standard error;
+3. the time per training step (gradient and Adam update): scg eager, scg under scg.jit
+   (the whole step), PyTorch; interleaved, median of `--repeats` rounds;
+4. the ELBO per image on the whole data after `--steps` steps of training from the same
+   initial parameters with the same minibatches.
+
+    python benchmarks/digits_vae.py                    # the full run (about 10 minutes)
+    python benchmarks/digits_vae.py --steps 200 --calls 100 --repeats 3   # a quick look
+
+Needs scikit-learn and PyTorch (pip install -e ".[bench]"); float64 everywhere, one
+thread for PyTorch.
+"""
+
+import argparse
+import pathlib
+import statistics
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "examples"))
+import digits_vae as D  # noqa: E402
+
+import scg  # noqa: E402
+
+LABELS = list(D.ESTIMATORS)
+
+
+# ---------------------------------------------------------------- PyTorch, by hand
+def torch_side():
+    import torch
+    torch.set_num_threads(1)
+    torch.set_default_dtype(torch.float64)
+    F = torch.nn.functional
+
+    def neg_elbo(p, x, z, logits):
+        out = z @ p["dec_W"] + p["dec_b"]
+        log_lik = (x * out - F.softplus(out)).sum(-1)
+        log_prior = (z * p["prior"] - F.softplus(p["prior"])).sum(-1)
+        log_q = (z * logits - F.softplus(logits)).sum(-1)
+        return -(log_lik + log_prior - log_q)
+
+    def loo(p, x, gen):
+        logits = x @ p["enc_W"] + p["enc_b"]
+        probs = torch.sigmoid(logits)
+        zs = [(torch.rand(logits.shape, generator=gen) < probs.detach()).double()
+              for _ in range(2)]
+        fs = [neg_elbo(p, x, z, logits) for z in zs]
+        lqs = [(z * logits - F.softplus(logits)).sum(-1) for z in zs]
+        total = 0.0
+        for i in range(2):
+            total = total + fs[i] + lqs[i] * (fs[i] - fs[1 - i]).detach()
+        return (total / 2).sum()
+
+    def disarm(p, x, gen):
+        logits = x @ p["enc_W"] + p["enc_b"]
+        probs = torch.sigmoid(logits).detach()
+        u = torch.rand(logits.shape, generator=gen)
+        b, bt = (u < probs).double(), (1 - u < probs).double()
+        fb, fbt = neg_elbo(p, x, b, logits), neg_elbo(p, x, bt, logits)
+        factor = torch.where(b != bt, torch.where(bt == 1, -1.0, 1.0), 0.0) * \
+            torch.sigmoid(logits.detach().abs())
+        g = 0.5 * (fb - fbt).detach()[:, None] * factor
+        return (0.5 * (fb + fbt)).sum() + (logits * g).sum()
+
+    def gumbel(p, x, gen):
+        logits = x @ p["enc_W"] + p["enc_b"]
+        u = torch.rand(logits.shape, generator=gen).clamp(1e-12, 1 - 1e-12)
+        soft = torch.sigmoid(logits + torch.log(u) - torch.log1p(-u))
+        z = (soft > 0.5).double() + soft - soft.detach()
+        return neg_elbo(p, x, z, logits).sum()
+
+    def to_torch(params):
+        flat = {"enc_W": params["enc"]["W"], "enc_b": params["enc"]["b"],
+                "dec_W": params["dec"]["W"], "dec_b": params["dec"]["b"],
+                "prior": params["prior"]}
+        return {k: torch.tensor(v, requires_grad=True) for k, v in flat.items()}
+
+    def to_numpy(p):
+        v = {k: t.detach().numpy().copy() for k, t in p.items()}
+        return {"enc": {"W": v["enc_W"], "b": v["enc_b"]},
+                "dec": {"W": v["dec_W"], "b": v["dec_b"]}, "prior": v["prior"]}
+
+    def enc_grad(surrogate, p, x, gen):
+        p = {k: t.detach().clone().requires_grad_(True) for k, t in p.items()}
+        g = torch.autograd.grad(surrogate(p, torch.as_tensor(x), gen),
+                                [p["enc_W"], p["enc_b"]])
+        return np.concatenate([g[0].numpy().ravel(), g[1].numpy()])
+
+    def exact_enc_grad(params, x):
+        """The exact encoder gradient of the summed negative ELBO, by enumeration."""
+        p = to_torch(params)
+        latent = p["prior"].shape[0]
+        zs = torch.tensor(np.array(np.meshgrid(*[[0.0, 1.0]] * latent, indexing="ij"))
+                          .reshape(latent, -1).T)              # (2^L, L)
+        xt = torch.as_tensor(x)
+        logits = xt @ p["enc_W"] + p["enc_b"]                  # (B, L)
+        log_q = zs @ logits.T - F.softplus(logits).sum(-1)     # (2^L, B)
+        total = 0.0
+        for k in range(zs.shape[0]):
+            f = neg_elbo(p, xt, zs[k].expand_as(logits), logits)
+            total = total + (torch.exp(log_q[k]) * f).sum()
+        g = torch.autograd.grad(total, [p["enc_W"], p["enc_b"]])
+        return np.concatenate([g[0].numpy().ravel(), g[1].numpy()])
+
+    def trainer(label, steps, data, seed=0, lr=1e-3):
+        surrogate = SURROGATES[label]
+        p = to_torch(D.init_params(seed=seed))
+        opt = torch.optim.Adam(list(p.values()), lr=lr)
+        gen = torch.Generator().manual_seed(seed)
+        rng = np.random.default_rng(seed + 1)
+        for _ in range(steps):
+            x = torch.as_tensor(data[rng.choice(len(data), size=D.BATCH, replace=False)])
+            opt.zero_grad()
+            surrogate(p, x, gen).backward()
+            opt.step()
+        return to_numpy(p)
+
+    def stepper(label, params):
+        surrogate = SURROGATES[label]
+        p = to_torch(params)
+        opt = torch.optim.Adam(list(p.values()), lr=1e-3)
+        gen = torch.Generator().manual_seed(0)
+
+        def step(x):
+            opt.zero_grad()
+            surrogate(p, torch.as_tensor(x), gen).backward()
+            opt.step()
+        return step
+
+    SURROGATES = {"leave-one-out": loo, "DisARM": disarm, "Gumbel (ST)": gumbel}
+    return {"to_torch": to_torch, "enc_grad": enc_grad, "exact": exact_enc_grad,
+            "trainer": trainer, "stepper": stepper, "surrogates": SURROGATES,
+            "generator": lambda s: torch.Generator().manual_seed(s)}
+
+
+# ---------------------------------------------------------------- scg
+def scg_enc_grads(label, params, x, calls, seed=7):
+    make, n = D.ESTIMATORS[label]
+    E = scg.expectation(D.make_model(make()), n=n, seed=seed)
+    out = []
+    for _ in range(calls):
+        g = scg.grad(E)(params, x)["enc"]
+        out.append(np.concatenate([g["W"].ravel(), g["b"]]))
+    return np.array(out)
+
+
+def scg_stepper(label, params, jit):
+    make, n = D.ESTIMATORS[label]
+    E = scg.expectation(D.make_model(make()), n=n, seed=0)
+    opt = scg.optim.Adam(1e-3)
+    grad = scg.grad(E)
+
+    def update(params, state, x):
+        return opt.update(grad(params, x), state, params)
+    update = scg.jit(update) if jit else update
+    box = {"params": params, "state": opt.init(params)}
+
+    def step(x):
+        box["params"], box["state"] = update(box["params"], box["state"], x)
+    return step
+
+
+def variance(grads):
+    return float(np.sum(np.var(grads, axis=0, ddof=1)))
+
+
+def max_z(grads, exact):
+    mean = grads.mean(axis=0)
+    se = grads.std(axis=0, ddof=1) / np.sqrt(len(grads))
+    return float(np.max(np.abs(mean - exact) / np.maximum(se, 1e-300)))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=2000, help="training steps for the ELBO")
+    parser.add_argument("--train-steps", type=int, default=500,
+                        help="steps of the leave-one-out run whose parameters are shared")
+    parser.add_argument("--calls", type=int, default=400, help="gradient calls per variance")
+    parser.add_argument("--repeats", type=int, default=7, help="rounds of step timings")
+    parser.add_argument("--timed-steps", type=int, default=200)
+    args = parser.parse_args()
+    T = torch_side()
+    data = D.load_data()
+    x = data[:D.BATCH]
+    print(f"digits VAE: {len(data)} images, {D.LATENT} latents, batch {D.BATCH}; "
+          f"float64; torch 1 thread\n")
+
+    # 1. variance at shared parameters
+    shared, _ = D.train("leave-one-out", data, args.train_steps, eval_every=args.train_steps)
+    print(f"1. encoder gradient variance over {args.calls} calls at the parameters of a "
+          f"{args.train_steps}-step leave-one-out run")
+    var = {}
+    for label in LABELS:
+        gen = T["generator"](11)
+        pt = T["to_torch"](shared)
+        tg = np.array([T["enc_grad"](T["surrogates"][label], pt, x, gen)
+                       for _ in range(args.calls)])
+        sg = scg_enc_grads(label, shared, x, args.calls)
+        var[label] = (variance(sg), variance(tg))
+        print(f"   {label:<15} scg {var[label][0]:10.4g}   torch {var[label][1]:10.4g}   "
+              f"scg / torch {var[label][0] / var[label][1]:.3f}")
+    print(f"   DisARM / leave-one-out: scg {var['DisARM'][0] / var['leave-one-out'][0]:.3f}, "
+          f"torch {var['DisARM'][1] / var['leave-one-out'][1]:.3f}")
+
+    # 2. bias against enumeration at 10 latents
+    rng = np.random.default_rng(3)
+    small = D.init_params(latent=10, seed=3)
+    for part in ("enc", "dec"):
+        small[part]["W"] = rng.normal(0.0, 0.3, small[part]["W"].shape)
+    xs = data[:16]
+    exact = T["exact"](small, xs)
+    print(f"\n2. bias against exact enumeration (10 latents, 16 images, {args.calls} calls): "
+          "max |z| over the encoder's coordinates")
+    for label in LABELS:
+        gen = T["generator"](5)
+        pt = T["to_torch"](small)
+        tg = np.array([T["enc_grad"](T["surrogates"][label], pt, xs, gen)
+                       for _ in range(args.calls)])
+        sg = scg_enc_grads(label, small, xs, args.calls)
+        print(f"   {label:<15} scg {max_z(sg, exact):7.2f}   torch {max_z(tg, exact):7.2f}")
+
+    # 3. time per training step, interleaved
+    print(f"\n3. time per training step (us), median of {args.repeats} rounds of "
+          f"{args.timed_steps} steps")
+    batches = [data[np.random.default_rng(i).choice(len(data), D.BATCH, replace=False)]
+               for i in range(args.timed_steps)]
+    for label in LABELS:
+        systems = {"scg eager": scg_stepper(label, shared, jit=False),
+                   "scg.jit": scg_stepper(label, shared, jit=True),
+                   "torch": T["stepper"](label, shared)}
+        for step in systems.values():  # warm-up (and scg.jit's recordings)
+            for b in batches[:5]:
+                step(b)
+        times = {k: [] for k in systems}
+        for r in range(args.repeats):
+            order = list(systems) if r % 2 == 0 else list(systems)[::-1]
+            for k in order:
+                start = time.perf_counter()
+                for b in batches:
+                    systems[k](b)
+                times[k].append((time.perf_counter() - start) / len(batches) * 1e6)
+        med = {k: statistics.median(v) for k, v in times.items()}
+        print(f"   {label:<15} " + "   ".join(f"{k} {v:7.0f}" for k, v in med.items()) +
+              f"   scg.jit / torch {med['scg.jit'] / med['torch']:.2f}")
+
+    # 4. ELBO after training
+    print(f"\n4. ELBO per image on the whole data after {args.steps} steps (same start, same "
+          "minibatches)")
+    for label in LABELS:
+        params_scg, _ = D.train(label, data, args.steps, eval_every=args.steps)
+        params_torch = T["trainer"](label, args.steps, data)
+        a, b = D.elbo(params_scg, data, draws=16), D.elbo(params_torch, data, draws=16)
+        print(f"   {label:<15} scg {a:8.2f}   torch {b:8.2f}   difference {a - b:+.2f}")
+
+
+if __name__ == "__main__":
+    main()
