@@ -174,6 +174,14 @@ def scg_stepper(label, params, jit):
     return step
 
 
+def both_enc_grads(T, label, params, x, calls, seed):
+    """`calls` encoder gradients of scg's and of PyTorch's estimator at the same point."""
+    gen = T["generator"](seed)
+    pt = T["to_torch"](params)
+    tg = np.array([T["enc_grad"](T["surrogates"][label], pt, x, gen) for _ in range(calls)])
+    return scg_enc_grads(label, params, x, calls), tg
+
+
 def variance(grads):
     return float(np.sum(np.var(grads, axis=0, ddof=1)))
 
@@ -205,11 +213,7 @@ def main():
           f"{args.train_steps}-step leave-one-out run")
     var = {}
     for label in LABELS:
-        gen = T["generator"](11)
-        pt = T["to_torch"](shared)
-        tg = np.array([T["enc_grad"](T["surrogates"][label], pt, x, gen)
-                       for _ in range(args.calls)])
-        sg = scg_enc_grads(label, shared, x, args.calls)
+        sg, tg = both_enc_grads(T, label, shared, x, args.calls, 11)
         var[label] = (variance(sg), variance(tg))
         print(f"   {label:<15} scg {var[label][0]:10.4g}   torch {var[label][1]:10.4g}   "
               f"scg / torch {var[label][0] / var[label][1]:.3f}")
@@ -226,11 +230,7 @@ def main():
     print(f"\n2. bias against exact enumeration (10 latents, 16 images, {args.calls} calls): "
           "max |z| over the encoder's coordinates")
     for label in LABELS:
-        gen = T["generator"](5)
-        pt = T["to_torch"](small)
-        tg = np.array([T["enc_grad"](T["surrogates"][label], pt, xs, gen)
-                       for _ in range(args.calls)])
-        sg = scg_enc_grads(label, small, xs, args.calls)
+        sg, tg = both_enc_grads(T, label, small, xs, args.calls, 5)
         print(f"   {label:<15} scg {max_z(sg, exact):7.2f}   torch {max_z(tg, exact):7.2f}")
 
     # 3. time per training step, interleaved

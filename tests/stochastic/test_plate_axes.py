@@ -61,27 +61,23 @@ def _exact_per_element(B, P, cost, theta):
     W, scale = _layers(B, P)
     values = np.array(np.meshgrid(*[[0.0, 1.0]] * H, indexing="ij")).reshape(H, -1).T
     p = _sig(theta)
-    mean, second, cost_mean, cost_var = [], [], [], []
-    for b in range(B):
+
+    def element(b):  # (the probability, cost and score of each value of element b)
         prob = np.prod(np.where(values == 1, p[b], 1 - p[b]), axis=1)
         z = np.zeros((len(values), B, H))
         z[:, b] = values
         c = np.array([cost(zz, W)[b] for zz in z]) * scale[b]
-        score = np.sum(values - p[b], axis=1)
-        mean.append(np.sum(prob * score * c))
-        second.append(np.sum(prob * (score * c) ** 2))
-        cost_mean.append(np.sum(prob * c))
-        cost_var.append(np.sum(prob * c ** 2) - cost_mean[-1] ** 2)
-    mean, second = np.array(mean), np.array(second)
+        return prob, c, np.sum(values - p[b], axis=1)
+
+    parts = [element(b) for b in range(B)]
+    mean = np.array([np.sum(prob * s * c) for prob, c, s in parts])
+    second = np.array([np.sum(prob * (s * c) ** 2) for prob, c, s in parts])
+    cost_mean = [np.sum(prob * c) for prob, c, _ in parts]
+    cost_var = [np.sum(prob * c ** 2) - m ** 2 for (prob, c, _), m in zip(parts, cost_mean)]
     # total cost T = c_b + R_b, R_b independent of z_b: E[(s c_b + s R_b)^2] =
     # E[s^2 c_b^2] + 2 E[s^2 c_b] E[R_b] + E[s^2] E[R_b^2]
     total_var = []
-    for b in range(B):
-        prob = np.prod(np.where(values == 1, p[b], 1 - p[b]), axis=1)
-        z = np.zeros((len(values), B, H))
-        z[:, b] = values
-        c = np.array([cost(zz, W)[b] for zz in z]) * scale[b]
-        s = np.sum(values - p[b], axis=1)
+    for b, (prob, c, s) in enumerate(parts):
         others = [k for k in range(B) if k != b]
         r_mean = sum(cost_mean[k] for k in others)
         r_second = sum(cost_var[k] for k in others) + r_mean ** 2
