@@ -31,7 +31,6 @@ class Copies:
     def __init__(self, n, plan):
         self.n = n
         self.names = list(plan)
-        self.sizes = [int(plan[k][0]) for k in self.names]  # each site's copies
         groups = sorted({plan[k][1] for k in self.names})
         self.factors = [[k for k in self.names if plan[k][1] == g] for g in groups]
         self._factor = {k: i for i, f in enumerate(self.factors) for k in f}

@@ -77,7 +77,7 @@ def label_op(prim, args, kwargs, inputs, level, result, sites):
     result.axes, result.mixed = _settle(out, inputs, sites, result.shape)
 
 
-def label_draw(dist, params, level, open_plates, sites):
+def label_draw(dist, level, open_plates, sites):
     """(axes, mixed) of a site's draw: each open plate along its dim of the batch shape;
     the labels of the parameters' batch axes broadcast to it (their event axes, which
     every element of the draw depends on, pass none on)."""

@@ -185,7 +185,7 @@ def sample(name, dist, *, estimator="auto"):
         deps = Deps(param_deps.up | {name}, frozenset({name}), frozenset())
     # the draw has the elements of the plates open here along their dims, and those of the
     # plates along its parameters' batch axes (scg.stochastic.plates)
-    axes, mixed = label_draw(dist, params, level, run.plates, run.sites) if run.plated \
+    axes, mixed = label_draw(dist, level, run.plates, run.sites) if run.plated \
         else ((), frozenset())
     out = PerSample(value, level, deps, axes=axes, mixed=mixed)
     site = Site(name, dist, out, est, reason, run.plates, param_deps, d.aux)

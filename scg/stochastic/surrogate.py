@@ -122,10 +122,9 @@ class SurrogateContext:
                                 shape)
         if not copies:
             return total
-        own, context = self._own_factor(site), self._contexts(site)
-        slots = copies.slots(site.name) if own is not None else None
-        return replay.pure(_grouped, total, tuple(copies.blocks), own, slots,
-                           tuple(context), tuple(down))
+        own, slots, context = self._branches(site)
+        return replay.pure(_grouped, total, tuple(copies.blocks), own, slots, context,
+                           tuple(down))
 
     def spread(self, g, site, traced=False):
         """The inverse of q's layout: a per-draw array of q's shape back on the site's grid
@@ -134,12 +133,11 @@ class SurrogateContext:
         copies = self.copies
         if not copies:
             return g
-        own, context = self._own_factor(site), self._contexts(site)
-        slots = copies.slots(site.name) if own is not None else None
+        own, slots, context = self._branches(site)
         shape = tuple(copies.blocks) + (copies.n,) + g.shape[1 + len(context) +
                                                               (own is not None):]
         out = copies.merge(replay.pure(_placed, g, shape, len(copies.blocks), own, slots,
-                                       tuple(context)))
+                                       context))
         for f in context:
             ups = [e for e in copies.factors[f] if e in site.param_deps.up]
             for e in ups:
@@ -182,6 +180,13 @@ class SurrogateContext:
     def _own_factor(self, site):
         return self.copies.factor(site.name) if site.name in self.copies.names else None
 
+    def _branches(self, site):
+        """(the site's own factor or None, the blocks of its copies there, its contexts):
+        where q takes the site's rows from and spread puts them back."""
+        own = self._own_factor(site)
+        slots = self.copies.slots(site.name) if own is not None else None
+        return own, slots, tuple(self._contexts(site))
+
     def _contexts(self, site):
         """The factors, other than the site's own, that hold a copying site upstream of it:
         q keeps their blocks."""
@@ -216,6 +221,7 @@ class SurrogateContext:
         if len(ups) > 1:
             total = R.subtract(total, np.reshape(main * (len(ups) - 1), shape))
         return total
+
     def param(self, site, key):
         """The family's parameter `key` of the site, traced, of physical shape
         (rows, *batch_shape, *event part): shared values are broadcast to every row."""

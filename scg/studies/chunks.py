@@ -102,8 +102,7 @@ def fitting_chunk_size(task_of, probe, wanted):
     available = available_bytes()
     if available is None or probe.bytes_per_draw * ESTIMATE_MARGIN * wanted <= available / 2:
         return wanted
-    per_draw = bytes_per_draw(lambda n: run_chunk(task_of(n if not probe.pairs else
-                                                           n + n % 2)))
+    per_draw = bytes_per_draw(lambda n: run_chunk(task_of(n)))  # (even sizes: 64, 320)
     return fitting_chunk(per_draw, wanted, even=probe.pairs)
 
 
