@@ -34,7 +34,7 @@ def available_bytes():
 
 def memory_error(n, needed, available, what, copies=None):
     gb = 1024 ** 3
-    fits = max(1, n * available // (2 * needed))
+    fits = max(2, n * available // (2 * needed))  # (a chunk has at least 2 draws)
     layout = ""
     if copies:
         layout = (f" x {copies.count:,} evaluations each ({copies.describe()}) = "

@@ -227,6 +227,8 @@ def compare(model, *args, estimators, n, seed=None, reference=None, argnums=0, c
                 lambda k, spec=estimators[label]: ChunkTask(
                     model, args, kwargs, k, np.random.SeedSequence(0), spec, argnums,
                     allow_unused, label=label), probe, chunk)
+        if chunk % 2 and any(probe.pairs for probe in probes.values()):
+            chunk -= 1  # (one estimator's chunk serves them all: even for antithetic pairs)
         sizes = chunk_sizes(n, chunk)
     tasks = []
     for label, label_seed in zip(estimators, spawn(seed, len(estimators))):

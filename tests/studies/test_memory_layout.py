@@ -81,3 +81,27 @@ def test_chunked_grad_samples_picks_a_chunk_that_fits(little_memory, monkeypatch
     gs = scg.grad_samples(E, chunk="auto")(np.zeros(T))
     assert seen and seen[0] < 20_000
     assert gs.n == 20_000 and np.all(np.isfinite(gs.mean))
+
+
+def test_the_default_chunk_is_even_when_any_estimator_draws_pairs(little_memory):
+    # the measure-valued estimator lowers the chunk; the antithetic one needs it even
+    v = np.linspace(-1.0, 1.0, 200)
+
+    def model(theta):
+        k = scg.sample("k", scg.Categorical(logits=theta[:200]))
+        x = scg.sample("x", scg.Normal(theta[200], 1.0))
+        return (scg.take(v, k, axis=0) - x) ** 2
+
+    theta = np.zeros(201)
+    for order in ([0, 1], [1, 0]):
+        specs = [("mvd", {"k": scg.MeasureValued()}),
+                 ("pairs", {"x": scg.Pathwise(antithetic=True)})]
+        cmp = scg.compare(model, theta, estimators=dict(specs[i] for i in order),
+                          n=2_000, seed=0)
+        assert cmp.chunk < 2_000 and cmp.chunk % 2 == 0
+        assert np.all(np.isfinite(cmp["pairs"].mean))
+
+
+def test_the_suggested_chunk_is_one_a_study_accepts():
+    error = memory.memory_error(10, 10 ** 12, 10 ** 9, "site 'k'")
+    assert "chunk=2)" in str(error) and "n = 2 fits" in str(error)
