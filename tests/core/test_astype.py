@@ -52,3 +52,21 @@ def test_a_pytorch_style_mask_in_a_model_matches_np_where():
     eager = scg.value_and_grad(scg.expectation(ported, n=64, seed=3))
     for _ in range(4):
         np.testing.assert_array_equal(jitted(0.4), eager(0.4))
+
+
+def test_astype_values_and_derivatives_eagerly():
+    x = np.array([0.3, -1.2, 2.0])
+    np.testing.assert_array_equal(scg.grad(lambda x: np.sum(x * x.astype(int)))(x),
+                                  x.astype(int).astype(float))
+    np.testing.assert_array_equal(scg.grad(lambda x: np.sum(x * x.astype(bool)))(x),
+                                  np.ones(3))
+    h = scg.hessian(lambda x: np.sum(x.astype(np.float32).astype(np.float64) ** 3))(x)
+    np.testing.assert_allclose(np.diag(h), 6 * x, rtol=1e-6)
+
+    def model(mu):
+        with scg.plate("p", 3):
+            z = scg.sample("z", scg.Normal(mu, 1.0))
+        return np.sum(z.astype(np.float32) * z)
+
+    g = scg.grad(scg.expectation(model, n=4, seed=0))(np.array([0.5, 0.1, 0.2]))
+    assert g.dtype == np.float64 and g.shape == (3,)

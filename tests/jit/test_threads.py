@@ -1,0 +1,98 @@
+"""scg.jit under threads: jitted functions used from several threads at once.
+
+Two threads each recording their own jitted function at the same time, one jitted
+function shared by four threads over several argument structures, and a thread calling
+a function while another thread is publishing its recording: every call gives the eager
+result.
+"""
+
+import sys
+import threading
+
+import numpy as np
+
+import scg
+from tests.stochastic.test_threads import run_in_threads
+
+from .compare import assert_same, pair, same_values as same
+from .models import bernoulli_plate, normal_pathwise, thetas
+
+
+def test_two_threads_each_with_its_own_jitted_function():
+    rng = np.random.default_rng(5)
+    logits = [rng.normal(size=10) for _ in range(8)]
+    ths = thetas()
+
+    # eager references, one thread
+    E1, E1j = pair(normal_pathwise, n=16, seed=41)
+    E2, E2j = pair(bernoulli_plate, n=8, seed=42)
+    want1 = [scg.value_and_grad(E1)(t) for t in ths]
+    want2 = [scg.value_and_grad(E2)(lg) for lg in logits]
+
+    start = threading.Barrier(2)
+    first_call = threading.Barrier(2)
+    waited = [False, False]
+
+    def job(k, E, args):
+        def fn(a):
+            if not waited[k]:  # both threads record their first call at the same time
+                waited[k] = True
+                first_call.wait(timeout=30)
+            return scg.value_and_grad(E)(a)
+        jitted = scg.jit(fn)
+        start.wait(timeout=30)
+        return jitted, [jitted(a) for a in args]
+
+    results = run_in_threads(lambda: job(0, E1j, ths), lambda: job(1, E2j, logits))
+    for (jitted, got), want in zip(results, (want1, want2)):
+        for w, g in zip(want, got):
+            assert_same(w, g)
+        assert jitted.stats["replays"] > 0
+
+
+def test_one_jitted_function_shared_by_threads():
+    def loss(w, x):
+        return np.sum(np.tanh(x @ w) ** 2)
+    jgrad = scg.jit(scg.grad(loss))
+
+    def work(k):
+        rng = np.random.default_rng(k)
+        mismatches = []
+        for i in range(40):
+            size = 3 + (i + k) % 3  # (three structures, shared by the threads)
+            w, x = rng.normal(size=size), rng.normal(size=(4, size))
+            if not np.allclose(jgrad(w, x), scg.grad(loss)(w, x), rtol=1e-12, atol=0):
+                mismatches.append((k, i))
+        return mismatches
+
+    mismatches = sum(run_in_threads(*[lambda k=k: work(k) for k in range(4)]), [])
+    assert mismatches == []
+    assert jgrad.stats["replays"] > 0
+
+
+def test_program_published_before_its_output_structure(monkeypatch):
+    jit_module = sys.modules["scg.jit"]
+    original = jit_module.generators_of
+    published, resume = threading.Event(), threading.Event()
+
+    def generators_of(rec):  # (runs between the two assignments: hold the thread there)
+        published.set()
+        resume.wait(timeout=10)
+        return original(rec)
+
+    def f(x):
+        return x * 2.0, x + 1.0
+    jf = scg.jit(f)
+    x = np.array([1.0, 2.0])
+    jf(x)
+    monkeypatch.setattr(jit_module, "generators_of", generators_of)
+    results = {}
+    t = threading.Thread(target=lambda: results.setdefault("recorder", jf(x)))
+    t.start()
+    try:
+        assert published.wait(timeout=10)
+        results["other"] = jf(x)
+    finally:
+        resume.set()
+        t.join(timeout=10)
+    assert same(results["other"], f(x))
