@@ -134,8 +134,8 @@ class Jitted:
         leaves, treedef = pytree.flatten_leaves((args, kwargs))
         for leaf in leaves:
             t = type(leaf)
-            if t is np.ndarray:
-                traced.append(leaf)
+            if t is np.ndarray or t is np.memmap:
+                traced.append(leaf if t is np.ndarray else leaf.view(np.ndarray))
                 spec.append((leaf.dtype.str, leaf.shape))
             elif isinstance(leaf, np.generic) and t is not np.bool_:
                 traced.append(leaf)
@@ -212,6 +212,9 @@ class Jitted:
             call_leaves = []
             for leaf in leaves:
                 t = type(leaf)
+                if t is np.memmap:
+                    leaf = leaf.view(np.ndarray)
+                    t = np.ndarray
                 if t is np.ndarray or (isinstance(leaf, np.generic) and t is not np.bool_):
                     v = rec._new(leaf)
                     inputs.append(v)
@@ -297,7 +300,10 @@ class Jitted:
         lines = [f"scg.jit({getattr(self.fn, '__name__', self.fn)!r}): {self.stats['calls']} "
                  f"calls, {self.stats['replays']} replayed, {self.stats['recordings']} "
                  f"recorded, {self.stats['eager']} run without recording"]
-        if self._uncached:
+        if self._uncached and self._watch.reason is not None:
+            lines.append(f"  some calls ran afresh without a key: the function reads "
+                         f"{self._watch.reason}")
+        elif self._uncached:
             lines.append("  some calls ran afresh without a key: the function reaches more "
                          f"than {BUDGET} values (closures, globals, objects' attributes) or "
                          "an object whose attribute lookup raises something else than "
@@ -461,8 +467,8 @@ def _collect(x, traced, spec):
     # (an array adds its shape and dtype, a number its type, a container a tuple that
     # holds its kind and size: no two structures give the same sequence)
     t = type(x)
-    if t is np.ndarray:
-        traced.append(x)
+    if t is np.ndarray or t is np.memmap:  # (a memmap's slice: an array like any other)
+        traced.append(x if t is np.ndarray else x.view(np.ndarray))
         spec.append(x.shape)
         spec.append(x.dtype)
         return True

@@ -8,16 +8,30 @@ reads a fingerprint was made of, so that on the next call it is computed again o
 one of them gives something else.
 """
 
+import array
+import collections
 import functools
 import hashlib
+import io
 import keyword
+import re
 import sys
+import threading
 import types
 
 import numpy as np
 
 _ATOMS = (int, float, bool, str, bytes, complex, type(None))
 _BY_IDENTITY = (type, types.ModuleType, types.BuiltinFunctionType, np.ufunc)
+# objects without attributes that hold no number a call could read (or none that can
+# change): by identity. Any other object without attributes cannot be fingerprinted
+# (its contents are out of reach): the call runs afresh.
+_INERT = (range, slice, type(Ellipsis), type(NotImplemented), np.dtype, re.Pattern,
+          types.CodeType, types.MethodWrapperType, types.WrapperDescriptorType,
+          types.MethodDescriptorType, types.GetSetDescriptorType, types.MemberDescriptorType,
+          types.BuiltinMethodType, property, io.IOBase, type(threading.Lock()),
+          type(threading.RLock()), threading.Condition, threading.Event,
+          types.ClassMethodDescriptorType, type(collections.namedtuple("_", "a").a))
 
 
 def fingerprint(x):
@@ -38,13 +52,14 @@ class Watch:
     read gives the same object again (and arrays the same contents), the walk would give
     the same fingerprint."""
 
-    __slots__ = ("checks", "value", "tokens", "epoch")
+    __slots__ = ("checks", "value", "tokens", "epoch", "reason")
 
     def __init__(self):
         self.checks = None
         self.value = None
         self.epoch = 0
         self.tokens = {}  # fingerprint -> a small number standing for it in keys
+        self.reason = None  # why the last walk gave up (the call then ran afresh)
 
     def get(self, fn):
         unchanged = self.checks
@@ -53,7 +68,8 @@ class Watch:
         out, checks = [], []
         try:
             _walk(fn, out, set(), 0, checks)
-        except TooMuch:
+        except TooMuch as error:
+            self.reason = str(error) or None
             return None  # (the caller runs the function afresh)
         tokens = self.tokens
         if len(tokens) >= _TOKENS:  # (a function that changes on every call)
@@ -67,7 +83,7 @@ class Watch:
 _TOKENS = 256  # fingerprints a Watch remembers (a function that changes on every call)
 _COMPILED_MAX = 500  # reads checked by generated code (more: by the loop)
 _MISSING = object()
-_CELL, _ITEM, _LEN, _ARRAY, _ATTR, _INDEX, _DIGEST, _SET, _GENERATOR = range(9)
+_CELL, _ITEM, _LEN, _ARRAY, _ATTR, _INDEX, _DIGEST, _SET, _GENERATOR, _CONTENT = range(10)
 # arrays above this many entries are compared by a digest of their bytes
 _DIGEST_LIMIT = 1 << 16
 BUDGET = 100_000  # values a fingerprint may visit (more: the function runs afresh)
@@ -75,7 +91,37 @@ _ITEMS = 10_000    # items of one container (more: the function runs afresh)
 
 
 class TooMuch(Exception):
-    pass
+    """The function cannot be fingerprinted (the call runs afresh, without a key)."""
+
+
+class Opaque(TooMuch):
+    """An object the function reads whose contents a fingerprint cannot follow."""
+
+
+_UNREADABLE = object()
+
+
+def _array_like(t):
+    return hasattr(t, "__array__") or hasattr(t, "__array_interface__")
+
+
+def _content(x):
+    """What an array of any kind holds, as bytes (with its type, dtype, shape and mask),
+    or _UNREADABLE."""
+    try:
+        if isinstance(x, (array.array, bytearray, memoryview)):
+            return (type(x), bytes(x))
+        a = np.asarray(x)
+        mask = np.ma.getmaskarray(x).tobytes() if isinstance(x, np.ma.MaskedArray) else None
+        data = _digest(a) if a.size > _DIGEST_LIMIT else a.tobytes()
+        return (a.dtype.str, a.shape, data, mask)
+    except Exception:
+        return _UNREADABLE
+
+
+def _type_name(t):
+    module = getattr(t, "__module__", "") or ""
+    return t.__qualname__ if module == "builtins" else f"{module}.{t.__qualname__}"
 
 
 def _compiled(checks):
@@ -84,7 +130,7 @@ def _compiled(checks):
     Above _COMPILED_MAX reads, the loop: compiling the code would cost more than a walk."""
     if len(checks) > _COMPILED_MAX:
         return lambda: _unchanged(checks)
-    lines, names = [], {"MISSING": _MISSING, "digest": _digest}
+    lines, names = [], {"MISSING": _MISSING, "digest": _digest, "content": _content}
     for k, (kind, a, b, c) in enumerate(checks):
         names[f"a{k}"], names[f"b{k}"], names[f"c{k}"] = a, b, c
         if kind == _ITEM:
@@ -99,6 +145,8 @@ def _compiled(checks):
             lines.append(f"if a{k}.shape != c{k} or digest(a{k}) != b{k}: return False")
         elif kind == _SET:
             lines.append(f"if a{k} != b{k}: return False")
+        elif kind == _CONTENT:
+            lines.append(f"if content(a{k}) != b{k}: return False")
         elif kind == _ATTR and c is not _MISSING and b.isidentifier() and \
                 not keyword.iskeyword(b):
             lines.append(f"if a{k}.{b} is not c{k}: return False")
@@ -141,6 +189,9 @@ def _unchanged(checks):
         elif kind == _SET:
             if a != b:
                 return False
+        elif kind == _CONTENT:
+            if _content(a) != b:
+                return False
         elif kind == _GENERATOR:
             pass
         elif kind == _ATTR:
@@ -168,6 +219,16 @@ def _walk(x, out, seen, depth, checks):
         return
     if isinstance(x, np.generic):
         out.append((x.dtype.str, x.item()))
+        return
+    if isinstance(x, (np.ndarray, array.array, bytearray, memoryview)) or (
+            _array_like(t) and not _user_module_name(t.__module__)):
+        # (an array of another kind: np.memmap, a masked array, a torch tensor; by content)
+        data = _content(x)
+        if data is _UNREADABLE:
+            raise Opaque(f"the contents of a {_type_name(t)} it reads cannot be read as an "
+                         "array (a tensor that requires grad, or on another device?)")
+        out.append((t, data))
+        checks.append((_CONTENT, x, data, None))
         return
     if isinstance(x, np.random.Generator):
         out.append(id(x))
@@ -212,6 +273,7 @@ def _walk(x, out, seen, depth, checks):
         out.append(code)
         checks.append((_ATTR, x, "__code__", code))
         names = _global_names(code)
+        attributes = _attribute_names(code)
         for cell in x.__closure__ or ():
             try:
                 value = cell.cell_contents
@@ -221,8 +283,8 @@ def _walk(x, out, seen, depth, checks):
                 continue
             checks.append((_CELL, cell, None, value))
             _walk(value, out, seen, depth, checks)
-            if isinstance(value, types.ModuleType) and _user_module(value):
-                _walk_module(value, names, out, seen, depth, checks)
+            if isinstance(value, types.ModuleType):
+                _walk_module(value, attributes, out, seen, depth, checks)
         for name in ("__defaults__", "__kwdefaults__"):
             value = getattr(x, name)
             checks.append((_ATTR, x, name, value))
@@ -239,8 +301,8 @@ def _walk(x, out, seen, depth, checks):
             if value is not _MISSING:
                 out.append(name)
                 _walk(value, out, seen, depth, checks)
-                if isinstance(value, types.ModuleType) and _user_module(value):
-                    _walk_module(value, names, out, seen, depth, checks)
+                if isinstance(value, types.ModuleType):
+                    _walk_module(value, attributes, out, seen, depth, checks)
         return
     if t is functools.partial:  # (its attributes are read-only)
         _walk(x.func, out, seen, depth, checks)
@@ -258,7 +320,7 @@ def _walk(x, out, seen, depth, checks):
         for v in x:
             _walk(v, out, seen, depth, checks)
         return
-    if isinstance(x, list):
+    if isinstance(x, (list, collections.deque)):
         if len(x) > _ITEMS:
             raise TooMuch
         out.append((t, len(x)))
@@ -266,7 +328,7 @@ def _walk(x, out, seen, depth, checks):
         for k, v in enumerate(x):
             checks.append((_INDEX, x, k, v))
             _walk(v, out, seen, depth, checks)
-        if t is not list and hasattr(x, "__dict__"):
+        if t is not list and t is not collections.deque and hasattr(x, "__dict__"):
             _walk_dict(vars(x), out, seen, depth, checks)
         return
     if _read(x, "__replay_attrs__", None) is not None and not isinstance(x, type):
@@ -294,7 +356,11 @@ def _walk(x, out, seen, depth, checks):
         if _user_module_name(t.__module__):
             _walk_class(t, out, seen, depth, checks)
         return
-    out.append(id(x))
+    if isinstance(x, _INERT):
+        out.append(id(x))
+        return
+    raise Opaque(f"a {_type_name(t)} it reads (its contents are out of scg.jit's reach: "
+                 "pass what the call needs from it as an argument)")
 
 
 def _read(x, name, default):
@@ -304,19 +370,39 @@ def _read(x, name, default):
     try:
         return getattr(x, name, default)
     except Exception as error:
-        raise TooMuch(f"reading {name} of a {type(x).__name__} raised {error!r}") from error
+        raise TooMuch(f"a {type(x).__name__} whose lookup of the attribute {name} raised "
+                      f"{error!r}, not AttributeError") from error
 
 
 def _walk_module(module, names, out, seen, depth, checks):
-    """The attributes of a user's module (of settings) that the code reads by name."""
+    """The attributes of a module that the code may read by name (`mod.X`, `pkg.sub.X`,
+    `getattr(mod, "X")`): a user's module's settings, and a library's data (`os.environ`,
+    a library's option objects; its functions, classes and submodules' code are not
+    followed)."""
+    if id(module) in seen or depth > 24:
+        return
+    seen.add(id(module))
+    user = _user_module(module)
     attrs = vars(module)
     for attr in names:
         value = attrs.get(attr, _MISSING)
-        if value is not _MISSING or attr in names:
-            checks.append((_ITEM, attrs, attr, value))
-        if value is not _MISSING:
-            out.append(attr)
+        if not user and (value is _MISSING or (callable(value) and not isinstance(
+                value, types.ModuleType))):
+            continue
+        checks.append((_ITEM, attrs, attr, value))
+        if value is _MISSING:
+            continue
+        out.append(attr)
+        if isinstance(value, types.ModuleType):
+            out.append(id(value))
+            _walk_module(value, names, out, seen, depth + 1, checks)
+        elif user:
             _walk(value, out, seen, depth, checks)
+        else:
+            try:
+                _walk(value, out, seen, depth, checks)
+            except Opaque:  # (a library's constant of its own kind, a torch.dtype)
+                out.append(id(value))
 
 
 def _walk_class(cls, out, seen, depth, checks):
@@ -377,6 +463,22 @@ def _walk_dict(x, out, seen, depth, checks):
             out.append(v)
         else:
             _walk(v, out, seen, depth, checks)
+
+
+@functools.lru_cache(maxsize=4096)
+def _attribute_names(code):
+    """The names a code object may read as a module's attributes: the names it loads,
+    and strings that could name one (getattr(mod, "X"))."""
+    names = list(_global_names(code))
+    stack = [code]
+    while stack:
+        c = stack.pop()
+        for k in c.co_consts:
+            if isinstance(k, types.CodeType):
+                stack.append(k)
+            elif type(k) is str and k.isidentifier():
+                names.append(k)
+    return tuple(dict.fromkeys(names))
 
 
 @functools.lru_cache(maxsize=4096)
