@@ -178,6 +178,10 @@ class Jitted:
             return self.fn(*args, **kwargs)
         return self._record(entry, args, kwargs, leaves, treedef)
 
+    def __reduce__(self):
+        # (pickled as the function and its settings: recordings belong to one process)
+        return (Jitted, (self.fn, self.validate))
+
     def __get__(self, obj, objtype=None):
         # (@scg.jit on a method: the instance is the first argument, part of the key)
         return self if obj is None else types.MethodType(self, obj)

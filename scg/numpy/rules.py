@@ -918,7 +918,11 @@ def _batch_gather(prim, args, kwargs, batched):
     index = tuple(_as_index(strip(batch_lift(i.value, i.shape, rank)))
                   if type(i) is _BatchedIndex else i for i in index)
     if batched[0] is None:  # shared table: the batch axis appears where the arrays were
-        out = getitem(x, index)
+        # (the index arrays as arguments of their own: a traced index in a tuple would
+        # not be seen by the primitive's dispatch)
+        arrays = [i for i in index if isinstance(i, (np.ndarray, Tracer))]
+        out = gather(x, tuple(SLOT if isinstance(i, (np.ndarray, Tracer)) else i
+                              for i in index), *arrays)
         return transpose(out, _move_to_front(first, ndim(out)))
     samples = np.arange(n).reshape((n,) + (1,) * rank)
     out = getitem(x, (samples,) + index)

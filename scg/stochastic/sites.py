@@ -487,8 +487,21 @@ def blackbox(fn):
     Example:
         >>> simulate = scg.blackbox(lambda x: np.round(x))
     """
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
+    return BlackBox(fn)
+
+
+class BlackBox:
+    """A numpy function called on the draws' rows, without derivative (see `blackbox`).
+    A class rather than a closure, so that a model holding one pickles (for dask)."""
+
+    scg_blackbox = True
+
+    def __init__(self, fn):
+        self.fn = fn
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args, **kwargs):
+        fn = self.fn
         runs = RUNTIME.runs
         level = runs[-1].level if runs else None
 
@@ -514,11 +527,11 @@ def blackbox(fn):
                              f"with a leading axis of length n = {n}, got shape {out.shape}")
         result = PerSample(out, level, Deps.merge([a.deps for a in inputs]).through("jump"))
         if RUNTIME.on_op is not None:
-            RUNTIME.on_op(wrapper, inputs, args, kwargs, result)
+            RUNTIME.on_op(self, inputs, args, kwargs, result)
         return result
 
-    wrapper.scg_blackbox = True
-    return wrapper
+    def __repr__(self):
+        return f"scg.blackbox({getattr(self.fn, '__name__', self.fn)!r})"
 
 
 class _no_recording:

@@ -325,3 +325,19 @@ def test_jit_as_a_method_decorator():
         def loss(self, x):
             return self.s * x
     np.testing.assert_array_equal(Model().loss(np.ones(2)), 2.0 * np.ones(2))
+
+
+def test_take_of_a_plain_table_by_a_draw_replays():
+    """The getting-started bandit: scg.take of a plain table by a categorical draw."""
+    rewards = np.array([1.0, 4.0, 9.0])
+
+    def model(logits):
+        arm = scg.sample("arm", scg.Categorical(logits=logits))
+        return -scg.take(rewards, arm)
+
+    E, E2 = (scg.expectation(model, n=200, seed=4) for _ in range(2))
+    step = scg.jit(scg.grad(E))
+    logits = np.array([0.1, -0.2, 0.3])
+    for _ in range(5):
+        assert_same(step(logits), scg.grad(E2)(logits))
+    assert step.stats["replays"] > 0, step.explain()

@@ -321,3 +321,38 @@ def test_a_closure_model_and_an_expectation_round_trip_through_cloudpickle():
     np.testing.assert_array_equal(E2(theta), E(theta))
     gs, gs2 = scg.grad_samples(E)(theta), scg.grad_samples(E2)(theta)
     np.testing.assert_array_equal(gs2.samples, gs.samples)
+
+
+def _blackbox_model():
+    simulate = scg.blackbox(lambda x: np.round(x) ** 2)
+
+    def model(theta):
+        x = scg.sample("x", scg.Normal(theta, 1.0))
+        return np.sum(simulate(x))
+    return model
+
+
+def test_a_jitted_step_and_a_blackbox_model_round_trip_through_cloudpickle():
+    cloudpickle = pytest.importorskip("cloudpickle")
+    for model, theta in ((_blackbox_model(), np.array([0.3, -0.4])),
+                         (worked_example(), THETA)):
+        E = scg.expectation(model, n=400, seed=3)
+        step = scg.jit(scg.grad(E))
+        for _ in range(4):
+            step(theta)
+        step2 = cloudpickle.loads(cloudpickle.dumps(step))
+        # (the copy records again: recordings belong to the process that made them)
+        assert step2.stats["calls"] == 0 and step2.validate == step.validate
+        for _ in range(4):
+            np.testing.assert_array_equal(step2(theta), step(theta))
+        replays = step.stats["replays"] > 0
+        assert (step2.stats["replays"] > 0) == replays  # (the pickled one replays too)
+    assert replays, step.explain()  # (the worked example replays)
+
+
+def test_compare_of_a_blackbox_model_on_the_cluster(client):
+    theta = np.array([0.3, -0.4])
+    kwargs = dict(estimators={"score": "score", "loo": scg.Score("loo")}, n=4_000,
+                  chunk=1_000, seed=5)
+    remote = scg.compare(_blackbox_model(), theta, client=client, **kwargs)
+    assert_rows_equal(remote, scg.compare(_blackbox_model(), theta, **kwargs))
