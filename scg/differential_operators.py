@@ -9,8 +9,7 @@ import math
 
 import numpy as np
 
-from .core import pytree, replay
-from .core.replay import Var
+from .core import effects, pytree
 from .core.tape import Box, Tracer, backward, new_level, new_root, strip
 from .errors import NoGradientPathError
 from .numpy import rules as R
@@ -109,8 +108,8 @@ def _as_float(leaf, argnum, treedef, k):
     """A leaf to differentiate as float64 (float64 arrays are used as they are: never
     written to, so no copy is needed; _Traced passes them without this call)."""
     if isinstance(leaf, Tracer):
-        if type(leaf) is Var and leaf.dtype != _F64:  # (under scg.jit: cast, recorded)
-            return replay.pure(_to_float64, leaf)
+        if effects.is_held(leaf) and leaf.dtype != _F64:  # (under scg.jit: cast, recorded)
+            return effects.opaque(_to_float64, leaf)
         return leaf
     arr = np.asarray(leaf)
     if arr.dtype.kind not in "biuf":
@@ -156,9 +155,9 @@ def _finish(grads, shapes, distinct=True):
     is copied, and so is a cotangent whose memory another returned one shares (the rule
     of `a + b` gives both the same array; a bias's cotangent can be a row of another's).
     """
-    if any(type(g) is Var for g in grads):  # (under scg.jit: the same conversion, recorded)
+    if any(effects.is_held(g) for g in grads):  # (under scg.jit: the same conversion, recorded)
         constants = tuple(k for k, g in enumerate(grads) if type(g) is np.ndarray)
-        return list(replay.pure(_finish_recorded, tuple(grads), tuple(shapes), distinct,
+        return list(effects.opaque(_finish_recorded, tuple(grads), tuple(shapes), distinct,
                                 constants))
     seen = set()  # the ids of the memory owners of the arrays returned so far
     out = []
@@ -236,7 +235,7 @@ def _gradient_function(fun, argnums, allow_unused, with_value):
         if not isinstance(value, Tracer):
             value = float(value.item() if hasattr(value, "item") else value)
         elif value.floor:  # (under scg.jit: the same conversion, recorded)
-            value = replay.pure(_as_python_float, value)
+            value = effects.opaque(_as_python_float, value)
         return value, gradient
 
     return gradient_function

@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from .core import pytree, replay
+from .core import effects, pytree
 from .core.tape import Tracer
 from .kernels.optim import adam_step
 from .numpy.rules import shape
@@ -88,7 +88,7 @@ class Adam:
                             for x in g_leaves])
         if not any(_traced(x) for x in (g, t, state["m"], state["v"])):
             # one pass over the parameters (recorded as one operation by scg.jit)
-            delta, m, v = replay.call(adam_step, g, state["m"], state["v"], t, self.lr, b1,
+            delta, m, v = effects.stateful(adam_step, g, state["m"], state["v"], t, self.lr, b1,
                                       b2, self.eps)
             return _apply(p_leaves, treedef, delta), {"t": t, "m": m, "v": v}
         m = b1 * state["m"] + (1.0 - b1) * g

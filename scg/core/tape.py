@@ -29,7 +29,7 @@ class _ThreadState(threading.local):
         self.level = 0
         self.dropped = {}
         self.locked = []  # (level, array) made read-only while that level's tape lives
-        self.recording = None  # the open recording of scg.jit (scg/core/replay.py)
+        self.handler = None  # the innermost handler of the effect stack (core/effects.py)
         self.counts = {}  # non-finite counts noted by fused kernels (core/facts.py)
         self.sums = {}  # sums of large vectors noted in this gradient call (core/facts.py)
         self.keyed = {}  # what a pass noted about an array it wrote (core/facts.py)
@@ -156,7 +156,8 @@ class Tracer:
     """
 
     __slots__ = ("level",)
-    floor = False  # a recorded value of scg.jit: loops that unwrap tracers stop at it
+    floor = False  # a value held by an effect handler (core/effects.py): loops that
+    # unwrap tracers stop at it
 
     @staticmethod
     def process(prim, args, kwargs, level):  # pragma: no cover - abstract
@@ -370,7 +371,8 @@ def box_operator(prim, python_operator=None, reflected=False):
 def strip(x, level=0):
     """Remove every tracer above `level` from x (all of them by default): its plain value.
 
-    Under `scg.jit` the plain value is itself recorded (a `Var`, see core/replay.py): strip
+    Under an effect handler the plain value may be the handler's own (a recorded value of
+    scg.jit, see core/effects.py): strip
     stops there, so that what is computed from it is recorded too."""
     while isinstance(x, Tracer) and x.level > level and not x.floor:
         x = x.value

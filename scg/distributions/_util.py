@@ -4,14 +4,14 @@ import threading
 
 import numpy as np
 
-from ..core import replay
+from ..core import effects
 from ..core.tape import strip
 
 
 def plain(x):
     """The untraced float value of a parameter (for sampling and validation); under
     scg.jit, a recorded value (its operations are recorded too)."""
-    return replay.asarray(x, dtype=float)
+    return effects.asarray(x, dtype=float)
 
 
 def _all_true(x):
@@ -33,7 +33,7 @@ def mask_outside(inside, lp):
     distribution itself), lp is returned as is: no extra operation on the tape."""
     if _DRAWS.own:
         return lp
-    return lp if replay.expect(_all_true, strip(inside), "a draw inside the support") \
+    return lp if effects.check(_all_true, strip(inside), "a draw inside the support") \
         else np.where(inside, lp, -np.inf)
 
 
@@ -41,7 +41,7 @@ def outside_to(inside, value, safe):
     """value where `inside`, `safe` elsewhere (a point where the formulas stay finite)."""
     if _DRAWS.own:
         return value
-    return value if replay.expect(_all_true, strip(inside), "a value inside the support") \
+    return value if effects.check(_all_true, strip(inside), "a value inside the support") \
         else np.where(inside, value, safe)
 
 

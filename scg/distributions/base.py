@@ -12,7 +12,7 @@ import functools
 
 import numpy as np
 
-from ..core import replay
+from ..core import effects
 from ..core.tape import Box, Tracer, strip
 from ..errors import TracingError
 from ..kernels.parallel import all_finite
@@ -76,7 +76,7 @@ class Distribution:
             if constraint is None:
                 continue
             plain = strip(value)
-            if type(plain) is replay.Var and replay.expect(
+            if effects.is_held(plain) and effects.check(
                     all_finite if constraint.finiteness else constraint.holds, plain,
                     f"the constraint on {name_of}'s {name}"):
                 continue  # (under scg.jit: checked again on every replay)
@@ -117,7 +117,7 @@ class Distribution:
                                   else v for k, v in self._params.items()}).sample(rng, shape)
         shape = (shape,) if isinstance(shape, int) else tuple(shape)
         if self.has_rsample:
-            return replay.asarray(self.path(self.noise(rng, shape)))
+            return effects.asarray(self.path(self.noise(rng, shape)))
         return self._sample(rng, shape)
 
     def last_log_prob(self, value):

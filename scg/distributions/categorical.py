@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from ..core import replay
+from ..core import effects
 
 from ..numpy import rules as R
 from . import constraints
@@ -64,7 +64,7 @@ class Categorical(Distribution):
     def _sample(self, rng, shape):
         p = np.broadcast_to(plain(self._probs()), self._extended_shape(shape) + (self.num_categories,))
         u = rng.random(p.shape[:-1] + (1,))
-        return replay.pure(_inverse_cdf, u, p)  # (under scg.jit: one recorded operation)
+        return effects.opaque(_inverse_cdf, u, p)  # (under scg.jit: one recorded operation)
 
     def log_prob(self, value):
         hit = np.equal(np.arange(self.num_categories), np.expand_dims(value, -1))

@@ -6,7 +6,7 @@ exponential); the path is one fused kernel, its derivatives are 1 and eps, writt
 
 import numpy as np
 
-from ..core.replay import INLINE
+from ..core.lowering import INLINE
 from ..core.tape import Tracer, defvjp
 from ..kernels import continuous as K
 from ..kernels import fused as F

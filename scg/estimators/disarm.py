@@ -3,7 +3,7 @@ and Tucker 2020), unbiased, with two evaluations of the downstream model per dra
 
 import numpy as np
 
-from ..core import replay
+from ..core import effects
 
 from ..distributions.base import family_of
 from ..errors import EstimatorError
@@ -82,8 +82,8 @@ class DisARM(Estimator):
 
 def _probs(params):
     if params.get("logits") is not None:
-        return _sigmoid(replay.asarray(params["logits"], dtype=float))
-    return replay.asarray(params["probs"], dtype=float)
+        return _sigmoid(effects.asarray(params["logits"], dtype=float))
+    return effects.asarray(params["probs"], dtype=float)
 
 
 def _traced_logits(site, ctx):

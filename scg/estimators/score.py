@@ -4,7 +4,7 @@ import warnings
 
 import numpy as np
 
-from ..core import replay
+from ..core import effects
 
 from ..core.tape import read_only, strip
 from ..kernels.primitives import PARALLEL_MIN
@@ -76,8 +76,8 @@ class Score(Estimator):
             out = _leave_pair_out(q, ctx.first_order)
         else:
             # (one recorded operation under scg.jit: replays read the state as it is then)
-            out = replay.call(b.advantage if ctx.first_order else b.value, q,
-                              replay.Ref(state))
+            out = effects.stateful(b.advantage if ctx.first_order else b.value, q,
+                              effects.State(state))
             ctx.check_baseline(site.name, b, q, state)
         ctx.update_baseline(site.name, b, q, state)
         return read_only(np.broadcast_to(out, q.shape))
@@ -103,7 +103,7 @@ class Score(Estimator):
         score_term = getattr(dist, "score_term", None)
         if score_term is None or ctx.trace.rows < _FUSED_MIN or ctx.copies or ctx.grid.plates \
                 or dist.batch_shape or dist.event_shape or site._log_prob is not None \
-                or replay.recording() is not None or \
+                or effects.sees_operations() or \
                 dist.last_log_prob(site.draw) is not None:
             return None
         x = strip(site.draw)

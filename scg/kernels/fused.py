@@ -35,7 +35,7 @@ import threading
 import numpy as np
 from numba import njit
 
-from ..core.replay import restore_position, save_position
+from ..core.random_state import restore_position, save_position
 from ..core.tape import THREAD
 from .continuous import _loc_scale_path, _normal
 from ..core.facts import note, noted, remember

@@ -29,10 +29,9 @@ import numba
 import numpy as np
 from numba import njit
 
-from ..core import replay
-from ..core.replay import Var
-from .continuous import _loc_scale_path, _normal
+from ..core import effects
 from ..core.facts import take_nonfinite
+from .continuous import _loc_scale_path, _normal
 from .primitives import PARALLEL_MIN, readonly_flat
 
 THREADS = max(1, min(numba.config.NUMBA_NUM_THREADS, 8))  # memory-bound: a few suffice
@@ -157,9 +156,9 @@ def count_nonfinite(x):
     """How many entries of x are inf or nan: one counting pass over the threads for a large
     array, else one summing pass when there are none (a sum is finite only if every entry
     is). Under scg.jit, the replays check it again."""
-    if type(x) is Var:
-        return 0 if replay.expect(all_finite, x, "a finiteness check") else \
-            count_nonfinite(x.concrete)
+    if effects.is_held(x):
+        return 0 if effects.check(all_finite, x, "a finiteness check") else \
+            count_nonfinite(np.asarray(x.value))
     if type(x) is not np.ndarray or x.dtype != _F64:
         x = np.asarray(x, dtype=float)
     if x.size <= 32:  # tiny (a scalar cost, a bias): Python's test is faster than a ufunc's

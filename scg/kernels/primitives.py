@@ -20,7 +20,7 @@ import numpy as np
 from numba import njit  # noqa: F401  (re-exported for the kernel modules)
 
 from ..core.facts import LARGE
-from ..core.replay import INLINE
+from ..core.lowering import INLINE
 from ..core.tape import Box, Primitive, Tracer, backward, defvjp, new_level, new_root
 from ..numpy import rules as R
 
@@ -175,7 +175,7 @@ def _small_call(kernel, which, args):
 
 
 def _inline_kernel(kernel, which):
-    """The INLINE entry of a kernel-backed primitive (see scg/core/replay.py)."""
+    """The INLINE entry of a kernel-backed primitive (see scg/core/lowering.py)."""
     calls = {}  # the specialized functions, one per kind of call (kept: constants of programs)
 
     def inline(args, kwargs, ans, exprs, named, const):

@@ -4,7 +4,6 @@ import operator
 
 import numpy as np
 
-from ..core.replay import Var
 from ..core.tape import Box, Tracer, box_operator
 from . import rules as R
 from . import plain_rules  # noqa: F401  (registers the first-order twins)
@@ -14,7 +13,6 @@ Box.shape = property(lambda b: R.shape(b.value))
 Box.dtype = property(lambda b: b.value.dtype if isinstance(b.value, Tracer)
                     else np.result_type(b.value))
 install_array_methods(Box)
-install_array_methods(Var)  # (the recorded values of scg.jit)
 
 
 def _either_order(prim, forward, reflected):

@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from ..core.replay import INLINE
+from ..core.lowering import INLINE
 from ..core.tape import Box, Primitive, Tracer, defvjp, strip
 from ..errors import TracingError
 from ..core.facts import LARGE, known_sum, remember

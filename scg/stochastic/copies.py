@@ -22,7 +22,7 @@ import math
 
 import numpy as np
 
-from ..core import replay
+from ..core import effects
 
 
 class Copies:
@@ -98,7 +98,7 @@ class Copies:
 
     def tile(self, x):
         """A per-draw array (n, *rest), the same in every copy: (rows, *rest)."""
-        x = replay.asarray(x)
+        x = effects.asarray(x)
         return np.reshape(np.broadcast_to(x, (self.count,) + x.shape),
                           (self.rows,) + x.shape[1:])
 

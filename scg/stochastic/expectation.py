@@ -5,7 +5,7 @@ import weakref
 
 import numpy as np
 
-from ..core import pytree, replay
+from ..core import effects, pytree
 from ..differential_operators import _Traced, reverse
 from ..core.tape import (Box, backward, current_level, dropped_at, new_level, new_root,
                          strip)
@@ -63,7 +63,7 @@ class Expectation:
 
     # what a call depends on besides its arguments (for scg.jit's key): the model, the
     # number of draws, the generator (by identity), the estimators chosen so far
-    __replay_attrs__ = ("model", "n", "estimators", "rng", "_decisions", "_plan")
+    __fingerprint_attrs__ = ("model", "n", "estimators", "rng", "_decisions", "_plan")
 
     def __getstate__(self):
         # the last trace holds the tape of the last call: not part of the expectation
@@ -77,7 +77,7 @@ class Expectation:
         # Under any transformation the surrogate is built: the differentiated values may
         # reach the model through its arguments, closures, functools.partial or objects
         # that scg cannot look into, and the surrogate is right in every case.
-        traced = wrap_args is not None or current_level() > replay.floor()
+        traced = wrap_args is not None or current_level() > effects.floor()
         if traced:
             def build(t):
                 return surrogate(t, self._baseline_state, self._baselines_checked)
@@ -99,7 +99,7 @@ class Expectation:
             if baseline.stateful and not state and self.warn_lost_history:
                 _warn_if_history_lost(self, site, baseline)
             if type(baseline).update is not Baseline.update:  # (not a baseline without memory)
-                replay.effect(baseline.update, q, replay.Ref(state))  # (and after each replay)
+                effects.after(baseline.update, q, effects.State(state))  # (and after each replay)
         self.last_trace = trace
         return objective
 
@@ -199,7 +199,7 @@ def _warn_if_history_lost(E, site, baseline):
 def _plain_mean(trace):
     """The Monte Carlo estimate when nothing is differentiated: the mean total cost."""
     total = sum(trace.costs.values()) if trace.cost_sites else np.zeros(trace.n)
-    return replay.pure(_mean_as_float, total), []  # (under scg.jit: recorded)
+    return effects.opaque(_mean_as_float, total), []  # (under scg.jit: recorded)
 
 
 def _mean_as_float(total):
@@ -322,7 +322,7 @@ def grad_samples(E, argnums=0, *, allow_unused=False):
         n = E.n
         flat = []
         for g, shape in zip(grads, traced.shapes()):
-            g = np.zeros((n,) + tuple(shape)) if g is None else replay.asarray(g, dtype=float)
+            g = np.zeros((n,) + tuple(shape)) if g is None else effects.asarray(g, dtype=float)
             flat.append(g if g.flags.writeable else g.copy())  # not a broadcast view
         if any(s.estimator.antithetic for s in E.last_trace.sites.values()):
             # draw i and draw i + n/2 share their noise: only the pair means are independent

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..core import replay
+from ..core import effects
 from ..core.tape import Box, Tracer, kept, read_only, strip, unkept
 from ..distributions._util import own_draws
 from ..distributions.base import Distribution, family_of
@@ -181,7 +181,7 @@ def sample(name, dist, *, estimator="auto"):
         deps = Deps(dd.up | {name}, dd.smooth | {name}, dd.rough)
         value = draw.value
     else:  # a draw without one depends on its parents only through the estimator's terms
-        value = read_only(replay.asarray(draw, dtype=float))
+        value = read_only(effects.asarray(draw, dtype=float))
         deps = Deps(param_deps.up | {name}, frozenset({name}), frozenset())
     # the draw has the elements of the plates open here along their dims, and those of the
     # plates along its parameters' batch axes (scg.stochastic.plates)
@@ -284,7 +284,7 @@ class SiteDraw:
         Normal whose noise numba draws from PCG64, the tape keeps where the noise was drawn
         instead of the noise (`fused.DrawnAgain`): the scale's derivative draws it again,
         and the noise's memory serves the gradients (one array of n fewer at the peak)."""
-        if self.antithetic or self.copies or replay.THREAD.recording is not None or \
+        if self.antithetic or self.copies or effects.sees_operations() or \
                 type(family_of(self.dist)) is not Normal or not F.numba_draws(self.rng):
             return self.path(self.noise())
         with F.positions_of_draws() as taken:
@@ -315,7 +315,7 @@ class SiteDraw:
     def sample(self):
         """Plain draws, physical shape (rows, ...), without derivatives."""
         if self.dist.has_rsample:
-            return replay.asarray(self.plain_path(self.noise()))
+            return effects.asarray(self.plain_path(self.noise()))
         if self.antithetic:
             raise EstimatorError(
                 f"site {self.name!r}: antithetic draws need a sampling path from noise; "
@@ -404,7 +404,7 @@ def _physical(dist, n, level):
     params, keys = _lifted_params(dist, level)
     if not keys:
         return dist, (n,), ()
-    plain = {k: v if v is None else replay.asarray(v) for k, v in params.items()}
+    plain = {k: v if v is None else effects.asarray(v) for k, v in params.items()}
     return dist._rebuild(plain), (), keys
 
 

@@ -20,7 +20,7 @@ weights, and each draw's estimate is the sum over its copies.
 
 import numpy as np
 
-from ..core import replay
+from ..core import effects
 from ..core.tape import Box, strip
 from ..errors import EstimatorError
 from ..estimators.baselines import warn_if_own_draw_counts
@@ -118,12 +118,12 @@ class SurrogateContext:
             value = grid.onto(value, plates, _shared(site.plates, c.plates_for(site.name)))
             total = value if total is None else total + value
         shape = (self.trace.rows,) + tuple(np.shape(strip(self.log_prob(site)))[1:])
-        total = np.broadcast_to(replay.asarray(0.0 if total is None else total, dtype=float),
+        total = np.broadcast_to(effects.asarray(0.0 if total is None else total, dtype=float),
                                 shape)
         if not copies:
             return total
         own, slots, context = self._branches(site)
-        return replay.pure(_grouped, total, tuple(copies.blocks), own, slots, context,
+        return effects.opaque(_grouped, total, tuple(copies.blocks), own, slots, context,
                            tuple(down))
 
     def spread(self, g, site, traced=False):
@@ -136,7 +136,7 @@ class SurrogateContext:
         own, slots, context = self._branches(site)
         shape = tuple(copies.blocks) + (copies.n,) + g.shape[1 + len(context) +
                                                               (own is not None):]
-        out = copies.merge(replay.pure(_placed, g, shape, len(copies.blocks), own, slots,
+        out = copies.merge(effects.opaque(_placed, g, shape, len(copies.blocks), own, slots,
                                        context))
         for f in context:
             ups = [e for e in copies.factors[f] if e in site.param_deps.up]

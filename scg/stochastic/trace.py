@@ -6,7 +6,7 @@ import warnings
 import networkx as nx
 import numpy as np
 
-from ..core import replay
+from ..core import effects, random_state
 from ..core.tape import Box, new_level, strip
 from ..errors import BiasWarning, EstimatorError, RandomnessWarning, TracingError
 from ..numpy import rules as R
@@ -37,9 +37,9 @@ class Trace:
                  plan=None, estimators=None):
         self.n = n
         self.estimators = estimators  # the caller's choice over the model's (see estimator_for)
-        self.rng = replay.generator.wrap(rng)  # (under scg.jit: every draw is recorded)
+        self.rng = effects.generator(rng)  # (under scg.jit: every draw is recorded)
         # under scg.jit: how many calls ran this run's program (the recorded one included)
-        self.runs_of_program = [0] if replay.recording() is not None else None
+        self.runs_of_program = [0] if effects.sees_operations() else None
         self.level = level
         self.decisions = decisions
         self.reasons = reasons
@@ -200,7 +200,7 @@ class Trace:
                 out[name] = value.reshape(self.copies.count, self.n).sum(axis=0)
             return out
         for name, c in self.cost_sites.items():
-            raw = replay.asarray(c.value, dtype=float)
+            raw = effects.asarray(c.value, dtype=float)
             if isinstance(c.value, PerSample):
                 out[name] = np.sum(np.reshape(raw, (self.n, -1)), axis=1)
             else:
@@ -322,7 +322,7 @@ def run_model(model, args, kwargs, *, n, rng, decisions, reasons, record=False,
             "scg does not nest Monte Carlo estimates. Put the inner random choices in the "
             "one model (several scg.sample sites, or a scg.plate of them) and return the "
             "inner average as a cost. (scg.grad of a plain function is fine inside a model.)")
-    state = replay.save_position(rng)
+    state = random_state.save_position(rng)
     plan = {} if plan is None else plan
     for _ in range(1000):
         with new_level() as level:
@@ -331,7 +331,7 @@ def run_model(model, args, kwargs, *, n, rng, decisions, reasons, record=False,
             runtime.runs.append(trace)
             saved = runtime.on_op
             runtime.on_op = trace._on_op if record else None
-            numpy_state = replay.global_random_position()
+            numpy_state = random_state.global_random_position()
             try:
                 call_args = wrap_args(args, level, trace.rows) if wrap_args else args
                 out = model(*call_args, **kwargs)
@@ -349,14 +349,14 @@ def run_model(model, args, kwargs, *, n, rng, decisions, reasons, record=False,
             finally:
                 runtime.on_op = saved
                 runtime.runs.pop()
-            if replay.global_random_position() != numpy_state:
+            if random_state.global_random_position() != numpy_state:
                 _warn_numpy_random(model)
             invalid = {s: w for s, w in trace.rough_sites().items()
                        if trace.sites[s].reason != "requested"}
             if not invalid:
                 trace.check_forced()
                 if trace.runs_of_program is not None:
-                    replay.effect(_count, replay.Ref(trace.runs_of_program, own=True))
+                    effects.after(_count, effects.State(trace.runs_of_program, own=True))
                 return trace, (build(trace) if build else None)
         # switch the latest such site only: once it is a score site, the sites before it
         # may no longer reach the jump along a path (x -> y -> floor(y) keeps x pathwise)
@@ -370,13 +370,11 @@ def run_model(model, args, kwargs, *, n, rng, decisions, reasons, record=False,
 
 
 def _rewind(rng, position):
-    """Run the model again with the same randomness (a recording of scg.jit that did so
-    holds the draws of both runs: it is not replayed)."""
-    replay.restore_position(rng, position)
-    rec = replay.recording()
-    if rec is not None:
-        rec.refuse("the model ran twice in the call, with the same randomness, while its "
-                   "estimators or copies were being settled")
+    """Run the model again with the same randomness (a program recorded while it did so
+    holds the draws of both runs: it must not be repeated)."""
+    random_state.restore_position(rng, position)
+    effects.unrepeatable("the model ran twice in the call, with the same randomness, while "
+                         "its estimators or copies were being settled")
 
 
 def _count(counter):

@@ -17,7 +17,7 @@ from .models import bernoulli_normal_model, normal_model
 
 @pytest.mark.parametrize("bit_generator", [np.random.PCG64, np.random.Philox])
 def test_position_keeper_goes_back_to_the_saved_position(bit_generator):
-    from scg.core.replay import position_keeper
+    from scg.core.random_state import position_keeper
     rng = np.random.Generator(bit_generator(7))
     rng.integers(0, 10, 3, dtype=np.uint32)  # (leaves a spare 32-bit word in PCG64)
     save, restore = position_keeper(rng)

@@ -71,7 +71,7 @@ def test_one_jitted_function_shared_by_threads():
 
 
 def test_program_published_before_its_output_structure(monkeypatch):
-    jit_module = sys.modules["scg.jit"]
+    jit_module = sys.modules["scg.jit.jitted"]
     original = jit_module.generators_of
     published, resume = threading.Event(), threading.Event()
 

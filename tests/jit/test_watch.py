@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import scg
-from scg.core import fingerprint as F
+from scg.jit import fingerprint as F
 
 from .compare import same_bits as same
 
@@ -25,7 +25,7 @@ def test_watch_sees_each_kind_of_read_change_and_nothing_else():
     of read (cell, global, attribute, slot, dict item, list item and length, set, array
     contents, an emptied cell) must notice its change, and an unchanged function keep its
     token."""
-    from scg.core.fingerprint import Watch
+    from scg.jit.fingerprint import Watch
 
     class Config:
         pass

@@ -1,6 +1,6 @@
 """Recording a call as a straight-line program of primitive operations, and replaying it.
 
-`scg.jit` (scg/jit.py) runs a function once with its numeric inputs wrapped in `Var`s: a
+`scg.jit` (scg/jit/jitted.py) runs a function once with its numeric inputs wrapped in `Var`s: a
 tracer at the lowest level of the tape, holding the concrete value and a slot number.
 Every primitive applied to a Var (the model's own operations, the gradient rules run by
 the backward pass, an optimizer's update) computes its value as usual and appends one
@@ -16,33 +16,47 @@ fresh run is either part of the program or stops it:
   checks that the value is the same, and raises `Miss` if not (the caller then runs the
   function afresh and records it again);
 - random numbers, and reads of state kept between calls (a baseline's moving average),
-  are *sources*: operations replayed every time, never constants (`generator`, `call`);
+  are *sources*: operations replayed every time, never constants (the messages
+  `generator` and `stateful` of the effect stack, scg/core/effects.py, which the open
+  recording handles);
 - writes to such state are *effects*, run at the end of a replay, after every guard
-  (`effect`);
+  (the message `after`);
 - a check that must hold on every call (a finite log-probability) is an `expect`: a
-  guard on a predicate.
+  guard on a predicate (the message `check`).
 
 Code that cannot be expressed this way marks the recording `invalid` with the reason
 (`_Recording.refuse`); it is then never replayed.
 """
 
 import cmath
-import ctypes
 import itertools
 import operator
+import threading
 
 import numpy as np
 
-from . import pytree
-from .tape import THREAD, Tracer
+from ..core import pytree
+from ..core.effects import Handler, State
+from ..core.lowering import INLINE
+from ..core.random_state import restore_position, save_position
+from ..core.tape import Tracer, strip
+from ..numpy.dispatch import install_array_methods
+
+
+class _Active(threading.local):
+    rec = None  # the open recording of this thread (its Vars record; others' compute)
+
+
+ACTIVE = _Active()
 
 
 class Miss(Exception):
     """A replay's guard failed: the recorded program does not apply to this call."""
 
 
-class _Recording:
-    """The program being recorded at one trace level (see module docstring)."""
+class _Recording(Handler):
+    """The program being recorded at one trace level (see module docstring), and the
+    handler of the effect stack (scg/core/effects.py) that records the effects too."""
 
     def __init__(self, level):
         self.level = level
@@ -233,6 +247,45 @@ class _Recording:
         for rng, position in self.generators.values():
             restore_position(rng, position)
 
+    # ------------------------------------------------------------ effect messages
+    def opaque(self, fn, args):
+        # (a function of its arguments: one operation when an argument is recorded)
+        if not any(_holds_var(a) for a in args):
+            return fn(*args)
+        return self.apply(fn, args, None)
+
+    def stateful(self, fn, args):
+        # (a read of state: a source, replayed on every call)
+        return self.apply(fn, args, None, source=True)
+
+    def after(self, fn, args):
+        self.effect(fn, args)
+
+    def check(self, predicate, x, where):
+        if type(x) is Var and x.rec is self and self.open:
+            return self.expect(predicate, x, where)
+        return bool(predicate(x))
+
+    def generator(self, rng):
+        return generator.wrap(rng, self)
+
+    def asarray(self, x, dtype):
+        x = strip(x)
+        if type(x) is Var:
+            if dtype is None or np.result_type(x.concrete) == np.dtype(dtype):
+                return x
+            return self.apply(np.asarray, (x, dtype), None)
+        return np.asarray(x, dtype=dtype)
+
+    def unrepeatable(self, reason):
+        self.refuse(reason)
+
+    def sees_operations(self):
+        return True
+
+    def floor(self):
+        return self.level
+
     def close(self):
         """End the recording: the grouped checks become one guard per predicate, at the
         end of the body (a check changes nothing: it may run after the operations)."""
@@ -247,14 +300,6 @@ class _Recording:
 
 _PLAIN_CONSTANTS = (int, float, bool, str, complex)
 
-# fn -> inline(args, kwargs, result, arg_exprs, kwarg_exprs, const): the expression a
-# replay computes fn(*args, **kwargs) by, without the call of fn (its wrapper's tests are
-# settled by the recorded types and shapes), or None to call fn. Registered where each fn
-# is defined; the expression must give exactly fn's result. `const(x)` names a constant.
-# Never used for a call whose result's shape is guarded; an inline function with the
-# attribute `constant_settings = True` is used only when the arguments after the first
-# (a shape, axes) hold no recorded value.
-INLINE = {}
 # primitives whose result's shape may depend on the values of their arguments
 _VALUE_SHAPED = frozenset(["getitem", "gather", "take", "take_along_axis"])
 _new_var = object.__new__
@@ -333,17 +378,7 @@ def same(a, b):
     return a == b
 
 
-class Ref:
-    """An argument of `call` or `effect` used by identity: a dict of state, an object.
-
-    `own=True`: an object the recorded call made for itself (each recording has its own;
-    two recordings are the same if the rest is)."""
-
-    __slots__ = ("obj", "own")
-
-    def __init__(self, obj, own=False):
-        self.obj = obj
-        self.own = own
+Ref = State  # (objects used by identity: scg/core/effects.py)
 
 
 class Var(Tracer):
@@ -368,7 +403,7 @@ class Var(Tracer):
                 rec = rec or _first_var(a).rec
         if kwargs and any(_holds_var(v) for v in kwargs.values()):
             nested = True
-        if rec is None or not rec.open or THREAD.recording is not rec:
+        if rec is None or not rec.open or ACTIVE.rec is not rec:
             # a value kept from a finished recording (or another thread's): computed as it is
             return prim.fn(*[_concrete(a) for a in args],
                            **{k: _concrete(v) for k, v in kwargs.items()})
@@ -500,68 +535,6 @@ def _where(why):
     return why if inside is None else f"{why} in scg/{inside}"
 
 
-# ---------------------------------------------------------------- the recording in use
-def recording():
-    """The open recording of this thread's innermost scg.jit call, or None."""
-    return THREAD.recording
-
-
-def floor():
-    """The trace level of the open recording (0 if none): `strip(x, floor())` removes
-    every transformation's tracer but keeps the value recordable."""
-    rec = THREAD.recording
-    return rec.level if rec is not None else 0
-
-
-def call(fn, *args):
-    """fn(*args), recorded as one operation replayed on every call when a recording is
-    open: for code outside the primitives (a numba kernel, a baseline reading its state)
-    whose inputs are recorded values. Wrap objects used by identity in `Ref`."""
-    rec = THREAD.recording
-    if rec is None:
-        return fn(*[a.obj if type(a) is Ref else a for a in args])
-    return rec.apply(fn, args, None, source=True)
-
-
-def pure(fn, *args):
-    """fn(*args) for a function of its arguments only, recorded as one operation when a
-    recording is open and an argument holds a recorded value (a conversion the user
-    sees: a float, the gradients as float64 arrays)."""
-    rec = THREAD.recording
-    if rec is None or not any(_holds_var(a) for a in args):
-        return fn(*args)
-    return rec.apply(fn, args, None)
-
-
-def effect(fn, *args):
-    """fn(*args) for its side effect (updating state kept between calls): run now, and at
-    the end of every replay of the open recording."""
-    rec = THREAD.recording
-    if rec is None:
-        fn(*[a.obj if type(a) is Ref else a for a in args])
-        return
-    rec.effect(fn, args)
-
-
-def expect(predicate, x, why):
-    """predicate(x) as a bool; under a recording, replays check it again (and a replay
-    where it fails runs afresh, so the caller's error is raised there)."""
-    if type(x) is Var and x.rec.open:
-        return x.rec.expect(predicate, x, why)
-    return bool(predicate(x))
-
-
-def asarray(x, dtype=None):
-    """np.asarray(strip(x), dtype), except that a recorded value stays recorded."""
-    from .tape import strip
-    x = strip(x)
-    if type(x) is Var:
-        if dtype is None or np.result_type(x.concrete) == np.dtype(dtype):
-            return x
-        return x.rec.apply(np.asarray, (x, dtype), None)
-    return np.asarray(x, dtype=dtype)
-
-
 class generator:
     """A numpy Generator seen through the open recording: every draw is a source.
 
@@ -570,9 +543,8 @@ class generator:
     __slots__ = ("_rng", "_rec")
 
     @staticmethod
-    def wrap(rng):
-        rec = THREAD.recording
-        if rec is None or isinstance(rng, generator):
+    def wrap(rng, rec):
+        if isinstance(rng, generator):
             return rng
         if id(rng) not in rec.generators:  # (restored if the recorded call fails)
             rec.generators[id(rng)] = (rng, save_position(rng))
@@ -594,117 +566,6 @@ class generator:
         def draw(*args, **kwargs):
             return rec.apply(method, args, kwargs, source=True)
         return draw
-
-
-# ---------------------------------------------------------------- generator positions
-def _pcg64_access():
-    """(save, restore) of a PCG64 generator's position through its C state (about a
-    microsecond, against tens for `.state`), or None if the layout is not the expected
-    one: numpy's pcg64_state is {pcg64_random_t *pcg_state; int has_uint32; uint32_t
-    uinteger}, and pcg64_random_t holds the 128-bit state and increment."""
-
-    def save(bg):
-        address = bg.ctypes.state_address
-        inner = ctypes.c_void_p.from_address(address).value
-        return ctypes.string_at(inner, 32) + ctypes.string_at(address + 8, 8)
-
-    def restore(bg, saved):
-        address = bg.ctypes.state_address
-        inner = ctypes.c_void_p.from_address(address).value
-        ctypes.memmove(inner, saved[:32], 32)
-        ctypes.memmove(address + 8, saved[32:], 8)
-
-    try:
-        g = np.random.Generator(np.random.PCG64(12345))
-        g.random(3)
-        g.integers(0, 10, 3, dtype=np.uint32)  # (leaves a spare 32-bit word)
-        saved, expected = save(g.bit_generator), g.bit_generator.state
-        first = g.standard_normal(5)
-        restore(g.bit_generator, saved)
-        if g.bit_generator.state == expected and np.array_equal(g.standard_normal(5), first):
-            return save, restore
-    except Exception:  # pragma: no cover - another numpy's layout
-        pass
-    return None  # pragma: no cover
-
-
-_PCG64 = _pcg64_access()
-
-
-def save_position(rng):
-    """Where a numpy Generator is in its stream (see restore_position)."""
-    bg = rng.bit_generator
-    if _PCG64 is not None and type(bg) is np.random.PCG64:
-        return _PCG64[0](bg)
-    return bg.state
-
-
-def restore_position(rng, saved):
-    bg = rng.bit_generator
-    if type(saved) is bytes:
-        _PCG64[1](bg, saved)
-    else:
-        bg.state = saved
-
-
-def position_keeper(rng):
-    """(save, restore) of a Generator's position, bound to it once: `save()` gives what
-    `save_position(rng)` gives, a tenth of a microsecond for PCG64 (numpy views of the C
-    state read by `_pcg64_access`: the cost a replay pays on every call), and
-    `restore(position)` goes back to it."""
-    bg = rng.bit_generator
-    if _PCG64 is not None and type(bg) is np.random.PCG64:
-        address = bg.ctypes.state_address
-        inner = ctypes.c_void_p.from_address(address).value
-        # (the state lives inside the bit generator, which the caller keeps)
-        pcg = np.ctypeslib.as_array((ctypes.c_uint8 * 32).from_address(inner))
-        spare = np.ctypeslib.as_array((ctypes.c_uint8 * 8).from_address(address + 8))
-
-        def save():
-            return pcg.tobytes() + spare.tobytes()
-    else:
-        def save():
-            return bg.state
-    return save, lambda position: restore_position(rng, position)
-
-
-def global_random_position():
-    """Where numpy's global generator (np.random.normal and the like) is in its stream."""
-    global _reader
-    if _GLOBAL_RANDOM._bit_generator is not _reader[0]:  # (np.random.set_bit_generator)
-        _reader = _global_stream_reader()
-    return _reader[1]()
-
-
-_GLOBAL_RANDOM = np.random.mtrand._rand  # the RandomState behind np.random.normal and the like
-
-
-def _global_stream_reader():
-    """(bit generator, a function giving its MT19937 position and first key word). They are
-    read through the generator's C state (a fraction of a microsecond, against 25 for
-    `.state`); if that layout is not the one expected, through `.state`."""
-    generator = _GLOBAL_RANDOM._bit_generator
-
-    def slow():
-        state = generator.state["state"]
-        return state["pos"], int(state["key"][0])
-
-    try:
-        address = generator.ctypes.state_address
-        key0 = ctypes.c_uint32.from_address(address)
-        pos = ctypes.c_int.from_address(address + 624 * 4)  # mt19937_state: key[624], pos
-
-        def fast():
-            return pos.value, key0.value
-
-        if fast() == slow():
-            return generator, fast
-    except Exception:  # pragma: no cover - another numpy's layout or bit generator
-        pass
-    return generator, slow  # pragma: no cover
-
-
-_reader = _global_stream_reader()
 
 
 def generators_of(rec):
@@ -779,3 +640,6 @@ def _live(body, out_exprs):
             needed.update(token.findall(line))
             keep.append(line)
     return list(reversed(keep))
+
+
+install_array_methods(Var)  # (numpy's methods on recorded values, as on boxes)

@@ -38,7 +38,7 @@ def fingerprint(x):
     """A hashable summary of everything `x` makes a call depend on, besides its arguments:
     the values a function closes over, its defaults and the globals it reads, recursively
     through the functions, partials, bound methods, containers and objects it holds
-    (objects by their attributes, or the ones their `__replay_attrs__` name); arrays by
+    (objects by their attributes, or the ones their `__fingerprint_attrs__` name); arrays by
     content; modules, classes, builtins and objects without attributes by identity."""
     out = []
     _walk(x, out, set(), 0, [])
@@ -331,10 +331,10 @@ def _walk(x, out, seen, depth, checks):
         if t is not list and t is not collections.deque and hasattr(x, "__dict__"):
             _walk_dict(vars(x), out, seen, depth, checks)
         return
-    if _read(x, "__replay_attrs__", None) is not None and not isinstance(x, type):
+    if _read(x, "__fingerprint_attrs__", None) is not None and not isinstance(x, type):
         out.append(t)
         attrs = vars(x)
-        for name in x.__replay_attrs__:
+        for name in x.__fingerprint_attrs__:
             value = attrs.get(name, _MISSING)
             checks.append((_ITEM, attrs, name, value))
             if value is not _MISSING:

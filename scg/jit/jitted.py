@@ -1,10 +1,10 @@
 """scg.jit: record a function once, replay it on later calls of the same structure.
 
 See docs/performance.md ("Compiled replay") for when a replay is used and what stops it.
-The recording and the replayed program are in `scg.core.replay`; this module decides,
-for each call, whether a program applies: the key of a call is the structure of its
+The recording and the replayed program are in `recording.py`; this module decides, for
+each call, whether a program applies: the key of a call is the structure of its
 arguments (pytree, dtypes, shapes, the values of Python numbers, bools and strings) and
-the fingerprint of the function (scg/core/fingerprint.py).
+the fingerprint of the function (`fingerprint.py`).
 """
 
 import functools
@@ -13,12 +13,12 @@ import types
 
 import numpy as np
 
-from .core import pytree
-from .core.fingerprint import (BUDGET, TooMuch, Watch, fingerprint, generators_reachable)
-from .core.replay import (Var, _Recording, compile_program, generators_of,
-                          global_random_position, position_keeper, restore_position, same,
-                          save_position)
-from .core.tape import THREAD, Tracer, new_level
+from ..core import effects, pytree
+from ..core.random_state import (global_random_position, position_keeper, restore_position,
+                                 save_position)
+from ..core.tape import THREAD, Tracer, new_level
+from .fingerprint import BUDGET, TooMuch, Watch, fingerprint, generators_reachable
+from .recording import ACTIVE, Var, _Recording, compile_program, generators_of, same
 
 _RECORDINGS_PER_KEY = 4  # recordings that never repeat themselves: stop trying
 _KEYS = 32               # structures kept per jitted function
@@ -101,7 +101,7 @@ class _Entry:
 class Jitted:
     """A function compiled by `scg.jit`."""
 
-    __replay_attrs__ = ("fn", "validate")  # (a jitted function called by another one)
+    __fingerprint_attrs__ = ("fn", "validate")  # (a jitted function called by another one)
 
     def __init__(self, fn, validate):
         self.fn = fn
@@ -115,7 +115,7 @@ class Jitted:
 
     def __call__(self, *args, **kwargs):
         self.stats["calls"] += 1
-        if THREAD.level or THREAD.recording is not None:  # inside a transformation
+        if THREAD.level or effects.innermost() is not None:  # inside a transformation
             self.stats["eager"] += 1
             return self.fn(*args, **kwargs)
         missed = None
@@ -206,7 +206,6 @@ class Jitted:
     def _record(self, entry, args, kwargs, leaves, treedef):
         self.stats["recordings"] += 1
         entry.recordings += 1
-        previous = THREAD.recording
         reachable = generators_reachable((self.fn, args, kwargs))
         positions = [save_position(g) for g in reachable]
         global_random = global_random_position()
@@ -226,11 +225,12 @@ class Jitted:
                 else:
                     call_leaves.append(leaf)
             call_args, call_kwargs = pytree.unflatten(treedef, call_leaves)
-            THREAD.recording = rec
+            effects.push(rec)
+            ACTIVE.rec = rec
             try:
                 out = self.fn(*call_args, **call_kwargs)
             except Exception as error:
-                THREAD.recording = previous
+                _stop(rec)
                 rec.open = False
                 entry.error = f"the recorded call raised {type(error).__name__}: {error}"
                 if not _maybe_the_recording(error):
@@ -253,7 +253,7 @@ class Jitted:
                 else:
                     rec.run_effects()
             finally:
-                THREAD.recording = previous
+                _stop(rec)
                 rec.close()
         if failed:
             # run afresh: an error of the function itself is raised there as usual
@@ -343,6 +343,13 @@ class Jitted:
 
 
 _RESULTS = (np.ndarray, np.generic, int, float, complex, str, bool, bytes, type(None))
+
+
+def _stop(rec):
+    """The recording no longer handles this thread's effects."""
+    if ACTIVE.rec is rec:
+        ACTIVE.rec = None
+        effects.pop(rec)
 
 
 def _opaque_result(out, rec):

@@ -1,0 +1,17 @@
+"""How a recorded call of a function may be written as one expression (its lowering).
+
+A program recorded for replay (scg/jit/) calls each operation's function; for the
+cheapest operations the call of a wrapper costs more than the arithmetic, so the function
+may register an expression that computes exactly its result, as JAX registers a lowering
+beside each primitive. Registered where each function is defined:
+
+    INLINE[fn] = inline
+
+`inline(args, kwargs, result, arg_exprs, kwarg_exprs, const)` returns the expression
+(a string in the names `arg_exprs` and `kwarg_exprs` give the arguments; `const(x)` names
+a constant), or None to call fn. Never used for a call whose result's shape is guarded;
+an inline function with the attribute `constant_settings = True` is used only when the
+arguments after the first (a shape, axes) hold no recorded value.
+"""
+
+INLINE = {}
