@@ -41,7 +41,8 @@ class Estimator:
             support test; False for values of another law (a relaxation).
         draws_from_law: the site's values are draws of its distribution (not points of
             its support, which may have probability 0): a family whose draws always have
-            a finite log-probability then skips checking it.
+            a finite log-probability then skips checking it. Both are read through
+            `promises`, which says whose promise counts.
         copies_multiply: its copies (see `copies`) are an exact sum over the site's values,
             so every copying site that meets it in a cost is evaluated at each of them
             (the copies multiply); otherwise they are branches of the run beside other
@@ -57,12 +58,21 @@ class Estimator:
     draws_from_law = False
     copies_multiply = False
 
-    def __init_subclass__(cls, **kwargs):
-        super().__init_subclass__(**kwargs)
-        if "draw" in cls.__dict__:  # (values of its own making: it promises what it says)
-            for promise in ("own_draws", "draws_from_law"):
-                if promise not in cls.__dict__:
-                    setattr(cls, promise, False)
+    def promises(self, promise):
+        """Does this estimator's `draw` keep `promise` ("own_draws" or "draws_from_law")?
+
+        A promise is made by the class whose `draw` is used: the first class of the method
+        resolution order that defines `draw` or sets the attribute decides. So a subclass
+        that only changes a baseline keeps its parent's promise, and one with a `draw` of
+        its own promises what it sets (nothing, unless it sets the attribute). Either way
+        a site whose `draw` returned the very values `d.sample()`, `d.noise_path()` or
+        `d.path(d.noise())` gave keeps both promises (they are the law's draws)."""
+        for cls in type(self).__mro__:
+            if promise in cls.__dict__:
+                return bool(cls.__dict__[promise])
+            if "draw" in cls.__dict__:
+                return False
+        return False
 
     # ------------------------------------------------------------ validity and drawing
     def check(self, name, dist):

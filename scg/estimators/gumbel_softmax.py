@@ -6,7 +6,7 @@ import numbers
 
 import numpy as np
 
-from ..core.tape import strip
+from ..core import effects
 from ..distributions.base import family_of
 from ..errors import EstimatorError
 from ..numpy import rules as R
@@ -82,13 +82,9 @@ class GumbelSoftmax(Estimator):
             return y
         # straight-through: add the plain constant (hard - y), with no dependencies, so
         # that no jump enters the draw's path
-        soft = np.asarray(strip(y), dtype=float)
-        if bernoulli:
-            hard = (soft > 0.5).astype(float)
-        else:
-            hard = np.equal(np.argmax(soft, axis=-1)[..., None],
-                            np.arange(soft.shape[-1])).astype(float)
-        return R.add(y, d.per_draw(hard - soft))
+        soft = effects.asarray(y, dtype=float)
+        # (one operation of the plain values: a program recorded for replay repeats it)
+        return R.add(y, d.per_draw(effects.opaque(_hard_minus_soft, soft, bernoulli)))
 
     def describe(self, site):
         kind = ("straight-through Gumbel-softmax (exact discrete values, the gradient of "
@@ -118,3 +114,13 @@ def _logits(family, bernoulli):
         if bernoulli:
             return R.subtract(R.log(p), R.log1p(R.negative(p)))
         return R.log(p)
+
+
+def _hard_minus_soft(soft, bernoulli):
+    """The straight-through offset: the exact discrete value minus the relaxed one."""
+    if bernoulli:
+        hard = (soft > 0.5).astype(float)
+    else:
+        hard = np.equal(np.argmax(soft, axis=-1)[..., None],
+                        np.arange(soft.shape[-1])).astype(float)
+    return hard - soft

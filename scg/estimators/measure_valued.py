@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core.tape import Box, strip
+from ..core import effects
+from ..core.tape import Box
 from ..distributions.base import family_of
 from ..errors import EstimatorError
 from ..numpy import rules as R
@@ -92,10 +93,9 @@ class MeasureValued(Estimator):
     def draw(self, d):
         lay = _layout(d.name, d.dist, d.run.plates)
         d.aux["layout"] = lay
-        base = np.asarray(d.sample(), dtype=float)
+        base = effects.asarray(d.sample(), dtype=float)
         if not lay.slots:
             return base
-        value = np.array(base)
         idx = d.copies.index(d.name)
         order = np.argsort(idx, kind="stable")
         bounds = np.searchsorted(idx[order], np.arange(lay.count + 1))
@@ -103,18 +103,18 @@ class MeasureValued(Estimator):
         if lay.family in _CATEGORICAL:
             size = lay.categories
             onehot = np.eye(size) if lay.family == "OneHotCategorical" else np.arange(size)
-            for _, index, k, copy in lay.slots:
-                value[(rows[copy],) + index] = onehot[k]
-            return value
+            places = tuple(((rows[copy],) + index, onehot[k]) for _, index, k, copy in lay.slots)
+            return effects.opaque(_placed, base, places, ())
+        places, taken = [], []
         for key in lay.keys:
             pair = d.draws(lambda dist, rng, shape, key=key:
                            _pair(lay.family, key, dist, rng, shape, self.coupled))
-            plus, minus = pair[..., 0], pair[..., 1]
             for k, index, up, down in lay.slots:
                 if k == key:
-                    value[(rows[up],) + index] = plus[(rows[up],) + index]
-                    value[(rows[down],) + index] = minus[(rows[down],) + index]
-        return value
+                    places.append((len(taken), (rows[up],) + index, (rows[down],) + index))
+            taken.append(pair)
+        # (one operation of the plain values: a program recorded for replay repeats it)
+        return effects.opaque(_placed_pairs, base, tuple(places), tuple(taken))
 
     def evaluations(self, site):
         lay = site.aux.get("layout")
@@ -141,24 +141,27 @@ class MeasureValued(Estimator):
                                            for p in ctx.grid.plates)
 
         def spread(diff):  # a per-draw difference on the rows of the base copy
-            g = np.zeros(np.shape(q))
-            g[at_base] = diff
+            g = effects.opaque(_assembled, np.shape(q), (at_base,), (diff,))
             return ctx.spread(g, site)[onto_site]  # (rows, *the shared plates)
 
+        # (the weights assembled by one operation of plain values, which a program
+        # recorded for replay repeats, rather than written entry by entry)
         rows, everything = ctx.trace.rows, (slice(None),)
         if lay.family in _CATEGORICAL:
-            weight = np.zeros((rows,) + lay.shape + (lay.categories,))
-            for _, index, k, copy in lay.slots:
-                weight[everything + index + (k,)] = spread(per_copy[copy])
+            places = tuple(everything + index + (k,) for _, index, k, _ in lay.slots)
+            values = tuple(spread(per_copy[copy]) for _, _, _, copy in lay.slots)
+            weight = effects.opaque(_assembled, (rows,) + lay.shape + (lay.categories,),
+                                    places, values)
             return linear_term(_traced(site, ctx, lay.keys[0]), weight, 1.0 / ctx.n)
         total = None
         for key in lay.keys:
             coef = np.broadcast_to(_coefficient(lay.family, key, site, ctx), (rows,) + lay.shape)
-            weight = np.zeros((rows,) + lay.shape)
-            for k, index, up, down in lay.slots:
-                if k == key:
-                    ix = everything + index
-                    weight[ix] = coef[ix] * spread(per_copy[up] - per_copy[down])
+            slots = [(everything + index, up, down) for k, index, up, down in lay.slots
+                     if k == key]
+            values = tuple(coef[ix] * spread(per_copy[up] - per_copy[down])
+                           for ix, up, down in slots)
+            weight = effects.opaque(_assembled, (rows,) + lay.shape,
+                                    tuple(ix for ix, _, _ in slots), values)
             term = linear_term(_traced(site, ctx, key), weight, 1.0 / ctx.n)
             total = term if total is None else R.add(total, term)
         return total
@@ -265,12 +268,38 @@ def _layout(name, dist, plates):
                    tuple(slots), count)
 
 
+def _assembled(shape, places, values):
+    """Zeros of `shape` with values[k] at places[k]."""
+    out = np.zeros(shape)
+    for where, v in zip(places, values):
+        out[where] = v
+    return out
+
+
+def _placed(base, places, _):
+    """The draws with each copy's elements set to the values of its slot."""
+    value = np.array(base)
+    for where, v in places:
+        value[where] = v
+    return value
+
+
+def _placed_pairs(base, places, pairs):
+    """The draws with x+ in each slot's upper copy and x- in its lower one."""
+    value = np.array(base)
+    for k, up, down in places:
+        pair = pairs[k]
+        value[up] = pair[..., 0][up]
+        value[down] = pair[..., 1][down]
+    return value
+
+
 # ---------------------------------------------------------------------- the decompositions
 def _pair(family, key, dist, rng, shape, coupled):
     """x+ and x- for every element and draw, stacked on a last axis, from the plain `dist`
     with physical parameters (drawn for the n draws, shared by the copies)."""
     ext = dist._extended_shape(shape)
-    p = {k: (None if v is None else np.broadcast_to(np.asarray(v, dtype=float), ext))
+    p = {k: (None if v is None else np.broadcast_to(effects.asarray(v, dtype=float), ext))
          for k, v in family_of(dist).params.items()}
     if family in ("Normal", "LogNormal"):
         loc, scale = p["loc"], p["scale"]
@@ -318,7 +347,7 @@ def _pair(family, key, dist, rng, shape, coupled):
 def _coefficient(family, key, site, ctx):
     """c of the weak derivative, per row and element (plain)."""
     def param(k):
-        return np.asarray(strip(ctx.param(site, k)), dtype=float)
+        return effects.asarray(ctx.param(site, k), dtype=float)
 
     if family in ("Normal", "LogNormal"):
         return 1.0 / (param("scale") * math.sqrt(2.0 * math.pi)) if key == "loc" else \

@@ -18,9 +18,8 @@ from ..distributions.base import Distribution, family_of
 from ..distributions.location_scale import loc_scale_path
 from ..distributions.normal import Normal
 from ..errors import EstimatorError, TracingError
-from ..estimators import Estimator, Pathwise, Score
+from ..estimators import Estimator, auto
 from ..estimators.antithetic import antithetic_noise
-from ..estimators.baselines import LeaveOneOut
 from ..kernels import fused as F
 from ..kernels.parallel import count_nonfinite
 from ..numpy import rules as R
@@ -65,6 +64,9 @@ class Site:
     param_deps: Deps
     aux: dict = field(default_factory=dict, repr=False)  # what the estimator's draw kept
     _log_prob: object = field(default=None, repr=False)
+    # the estimator's promises about its values (Estimator.promises), or the law's draws
+    own_draws: bool = field(default=False, repr=False)
+    draws_from_law: bool = field(default=False, repr=False)
 
     @property
     def value(self):
@@ -94,14 +96,13 @@ class Site:
             if lp is not None:
                 lp = lp.value if isinstance(lp, PerSample) else lp
             else:
-                own = own_draws() if getattr(self.estimator, "own_draws", False) else \
-                    contextlib.nullcontext()
+                own = own_draws() if self.own_draws else contextlib.nullcontext()
                 with _no_recording(), own:
                     lp = _traced_physical(self.dist, draw.level).log_prob(draw.value)
             self._log_prob = lp
             family = family_of(self.dist)
             if family.finite_log_prob_of_draws and getattr(family, "_checked", False) and \
-                    getattr(self.estimator, "draws_from_law", False):
+                    self.draws_from_law:
                 return lp  # (finite by construction: the family's own draws, checked params)
             bad = count_nonfinite(strip(self._log_prob))
             if bad:
@@ -188,7 +189,10 @@ def sample(name, dist, *, estimator="auto"):
     axes, mixed = label_draw(dist, level, run.plates, run.sites) if run.plated \
         else ((), frozenset())
     out = PerSample(value, level, deps, axes=axes, mixed=mixed)
-    site = Site(name, dist, out, est, reason, run.plates, param_deps, d.aux)
+    law = draw is d.handed_out  # (the law's own draws, whatever the estimator declares)
+    site = Site(name, dist, out, est, reason, run.plates, param_deps, d.aux,
+                own_draws=law or est.promises("own_draws"),
+                draws_from_law=law or est.promises("draws_from_law"))
     est.after_draw(site, run)
     run.add_site(site)
     return out
@@ -203,11 +207,7 @@ def _choose(run, name, dist, spec):
     decided = run.decisions.get(name)
     if decided is not None:
         return decided, run.reasons[name]
-    loo = LeaveOneOut() if run.n > 1 else None
-    if not dist.has_rsample:
-        return Score(loo), f"{family} has no reparameterization path"
-    return Pathwise(), (f"{family} has a reparameterization path and every path "
-                        "from the draw to a cost is differentiable")
+    return auto.first_choice(dist, family, run.n)
 
 
 def carries_gradient(v, run):
@@ -240,6 +240,8 @@ class SiteDraw:
         self.param_deps = param_deps
         self.antithetic = antithetic
         self.aux = {}  # kept on the site for the estimator's surrogate terms
+        self.handed_out = None  # the last draw of the law given out (sample, path)
+        self._last_noise = None
         self.clone, self.shape, self.per_row = _physical(dist, self.rows, level)
         if antithetic and self.n % 2:
             raise EstimatorError(f"site {name!r}: antithetic draws come in pairs, so n must "
@@ -270,6 +272,11 @@ class SiteDraw:
     def noise(self, antithetic=None):
         """The noise of the sampling path, physical shape (rows, ...); in antithetic pairs
         (draw i + n/2 mirrors draw i) when the estimator asks for them."""
+        eps = self._noise(antithetic)
+        self._last_noise = eps
+        return eps
+
+    def _noise(self, antithetic):
         if antithetic is None:
             antithetic = self.antithetic
         if antithetic:
@@ -306,7 +313,10 @@ class SiteDraw:
 
     def path(self, noise):
         """The traced draw along the sampling path (a PerSample with derivatives)."""
-        return self.dist.path(PerSample(noise, self.level))
+        x = self.dist.path(PerSample(noise, self.level))
+        if noise is self._last_noise:
+            self.handed_out = x
+        return x
 
     def plain_path(self, noise):
         """The same path on plain values: a draw without derivatives."""
@@ -315,12 +325,15 @@ class SiteDraw:
     def sample(self):
         """Plain draws, physical shape (rows, ...), without derivatives."""
         if self.dist.has_rsample:
-            return effects.asarray(self.plain_path(self.noise()))
-        if self.antithetic:
+            x = effects.asarray(self.plain_path(self.noise()))
+        elif self.antithetic:
             raise EstimatorError(
                 f"site {self.name!r}: antithetic draws need a sampling path from noise; "
                 f"{type(family_of(self.dist)).__name__} has none")
-        return self._draw(lambda dist, rng, shape: dist._sample(rng, shape))
+        else:
+            x = self._draw(lambda dist, rng, shape: dist._sample(rng, shape))
+        self.handed_out = x
+        return x
 
     def uniform(self):
         """U(0, 1) numbers of the site's physical shape (rows, *batch, *event), shared by

@@ -13,8 +13,7 @@ from ..numpy import rules as R
 from .persample import PerSample
 from .plates import label_op
 from .runtime import RUNTIME
-from ..estimators import Score, as_estimator
-from ..estimators.baselines import LeaveOneOut
+from ..estimators import as_estimator, auto
 from .copies import Copies, settle_factors
 from .sites import carries_gradient, cost, family_of
 
@@ -362,9 +361,7 @@ def run_model(model, args, kwargs, *, n, rng, decisions, reasons, record=False,
         # may no longer reach the jump along a path (x -> y -> floor(y) keeps x pathwise)
         order = list(trace.sites)
         s = max(invalid, key=order.index)
-        decisions[s] = Score(LeaveOneOut() if n > 1 else None)
-        reasons[s] = (f"a path from the draw to {invalid[s]} crosses a jump or a black box, "
-                      "so the pathwise gradient would be biased")
+        decisions[s], reasons[s] = auto.after_a_jump(n, invalid[s])
         _rewind(rng, state)
     raise RuntimeError("estimator choice did not settle")  # pragma: no cover
 

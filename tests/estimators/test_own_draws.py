@@ -105,19 +105,61 @@ def test_a_subclass_that_draws_its_own_values_promises_nothing_unless_it_says_so
 
     class Drawing(scg.Score):
         def draw(self, d):
-            return d.sample()
+            return np.asarray(d.sample()) * 1.0  # (values it made itself)
 
     class Promising(Drawing):
         own_draws = True
         draws_from_law = True
 
-    assert Reweighted.own_draws and Reweighted.draws_from_law
-    assert not Drawing.own_draws and not Drawing.draws_from_law
-    assert Promising.own_draws and Promising.draws_from_law
-    assert scg.Enumerate.own_draws and not scg.Enumerate.draws_from_law
+    def promised(est):
+        return est.promises("own_draws"), est.promises("draws_from_law")
+
+    assert promised(Reweighted()) == (True, True)
+    assert promised(Drawing()) == (False, False)
+    assert promised(Promising()) == (True, True)
+    assert promised(scg.Enumerate()) == (True, False)
+    assert promised(scg.GumbelSoftmax()) == (False, False)
+    # the site's promises: Drawing's values are its own, so neither holds there
+    E = scg.expectation(_model(Drawing()), n=4, seed=0)
+    scg.grad(E)(THETA)
+    site = E.last_trace.sites["b"]
+    assert not site.own_draws and not site.draws_from_law
 
     class Coin(scg.Bernoulli):
         def log_prob(self, value):
             return super().log_prob(value)
 
     assert scg.Bernoulli.finite_log_prob_of_draws and not Coin.finite_log_prob_of_draws
+
+
+def test_a_newcomers_estimator_that_returns_the_laws_draws_keeps_both_promises():
+    """An estimator written from scratch whose draw returns d.sample() (or d.noise_path())
+    itself: its values are the law's draws, so the site skips the support and
+    finiteness checks as Score's and Pathwise's do, without declaring anything."""
+    class FromScratch(scg.estimators.Estimator):
+        name = "from-scratch"
+
+        def draw(self, d):
+            return d.sample()
+
+    class Reparameterized(scg.estimators.Estimator):
+        name = "reparameterized"
+        differentiable = True
+
+        def draw(self, d):
+            return d.path(d.noise())
+
+    assert not FromScratch().promises("own_draws")
+    E = scg.expectation(_model(FromScratch()), n=4, seed=0)
+    E(THETA)  # (no term of its own: the value only)
+    site = E.last_trace.sites["b"]
+    assert site.own_draws and site.draws_from_law
+
+    def normal_model(theta):
+        x = scg.sample("x", scg.Normal(theta, 1.0), estimator=Reparameterized())
+        return np.sum(x ** 2)
+    E = scg.expectation(normal_model, n=4, seed=0)
+    g = scg.grad(E)(THETA)
+    site = E.last_trace.sites["x"]
+    assert site.own_draws and site.draws_from_law
+    assert np.all(np.isfinite(g))
