@@ -15,6 +15,7 @@ from ..kernels.parallel import count_nonfinite
 from ..numpy import rules as R
 from .memory import check_n
 from .persample import NO_DEPS, PerSample
+from .site_states import SiteStates
 from .surrogate import surrogate
 from .trace import run_model
 
@@ -51,8 +52,7 @@ class Expectation:
         self._decisions = {}
         self._reasons = {}
         self._plan = {}  # sites whose estimators evaluate copies of the run -> copies
-        self._baseline_state = {}
-        self._baselines_checked = set()
+        self.states = SiteStates()  # what each site keeps between calls (site_states.py)
         self._calls = [0]  # (a list: the history of stateful baselines keeps a reference)
         self.__name__ = getattr(model, "__name__", "expectation")
         self.__doc__ = getattr(model, "__doc__", None)
@@ -80,7 +80,7 @@ class Expectation:
         traced = wrap_args is not None or current_level() > effects.floor()
         if traced:
             def build(t):
-                return surrogate(t, self._baseline_state, self._baselines_checked)
+                return surrogate(t, self.states)
         else:
             build = _plain_mean
         trace, (objective, updates) = run_model(

@@ -30,11 +30,12 @@ from ..distributions.base import family_of
 from .persample import PerSample, lift
 
 
-def surrogate(trace, baseline_state, checked):
+def surrogate(trace, states):
     """The surrogate objective (a scalar, traced where the parameters are) and the
     baseline updates to apply after the call: a list of (site name, baseline, q, state).
-    `checked` holds the sites whose baseline was checked not to use its own draw's cost."""
-    ctx = SurrogateContext(trace, baseline_state, checked)
+    `states` are the expectation's SiteStates: each site's baseline and estimator state,
+    and whether its baseline was checked not to use its own draw's cost."""
+    ctx = SurrogateContext(trace, states)
     return ctx.objective(), ctx.updates
 
 
@@ -68,7 +69,7 @@ class SurrogateContext:
     taken: the Schulman form; otherwise the DiCE form), `updates` (baseline updates).
     """
 
-    def __init__(self, trace, baseline_state, checked):
+    def __init__(self, trace, states):
         self.trace = trace
         self.n = trace.n
         self.copies = trace.copies
@@ -76,8 +77,7 @@ class SurrogateContext:
             [p for c in trace.cost_sites.values() for p in c.plates]
         self.grid = _Grid(trace.rows, plates)
         self.costs = {c.name: self.grid.cost(c) for c in trace.cost_sites.values()}
-        self._baseline_state = baseline_state
-        self._checked = checked
+        self._states = states  # (the expectation's SiteStates)
         self._log_probs = {}
         self._weights = {}
         self.updates = []
@@ -248,12 +248,18 @@ class SurrogateContext:
         return np.reshape(x, (np.shape(x)[0],) + tuple(target))
 
     def baseline_state(self, name):
-        return self._baseline_state.setdefault(name, {})
+        """The state site `name`'s baseline keeps between calls (a dict)."""
+        return self._states.of(name).baseline
+
+    def estimator_state(self, name):
+        """The state site `name`'s estimator keeps between calls (a dict)."""
+        return self._states.of(name).estimator
 
     def check_baseline(self, name, baseline, q, state):
         """Warn once per site if the baseline uses each draw's own cost."""
-        if name not in self._checked:
-            self._checked.add(name)
+        site_state = self._states.of(name)
+        if not site_state.checked:
+            site_state.checked = True
             warn_if_own_draw_counts(baseline, q, state, name)
 
     def update_baseline(self, name, baseline, q, state):

@@ -190,8 +190,9 @@ class Trace:
         copies of the run, each draw's copies combined with their weights)."""
         out = {}
         if self.copies:
+            from .site_states import SiteStates
             from .surrogate import SurrogateContext  # (the weights of the copies)
-            ctx = SurrogateContext(self, {}, set())
+            ctx = SurrogateContext(self, SiteStates())
             for name, c in self.cost_sites.items():
                 value, plates = ctx.costs[name]
                 value = strip(ctx.grid.per_draw(strip(ctx._weighted(c, strip(value), plates))))

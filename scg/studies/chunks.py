@@ -38,7 +38,7 @@ class ChunkTask:
     keep: int = 0  # per-draw estimates to return (for histograms)
     label: object = None
     index: int = 0  # (for messages: this chunk's place in the study)
-    baseline_state: dict = None  # stateful baselines' history to start from (a copy)
+    states: object = None  # the expectation's SiteStates to start from (a copy)
 
 
 @dataclass
@@ -63,8 +63,8 @@ def run_chunk(task):
     E = Expectation(task.model, n=task.n, seed=np.random.default_rng(task.seed),
                     estimators=task.estimators)
     E.warn_lost_history = False  # (the study says so itself, see no_history)
-    if task.baseline_state:
-        E._baseline_state = copy.deepcopy(task.baseline_state)
+    if task.states is not None:
+        E.states = copy.deepcopy(task.states)
     start = time.perf_counter()
     try:
         gs = grad_samples(E, task.argnums, allow_unused=task.allow_unused)(*task.args,
@@ -80,7 +80,7 @@ def run_chunk(task):
     trace = E.last_trace
     pairs = any(s.estimator.antithetic for s in trace.sites.values())
     evals = trace.copies.count * (2 if pairs else 1)
-    start_state = task.baseline_state or {}
+    start_state = task.states.baselines() if task.states is not None else {}
     no_history = tuple(s.name for s in trace.sites.values() if s.baseline is not None and
                        s.baseline.stateful and not start_state.get(s.name))
     return ChunkResult(moments, seconds, evals, kept, task.label, pairs, no_history,

@@ -39,7 +39,7 @@ def grad_samples(E, argnums=0, *, allow_unused=False, chunk=None, client=None):
             def task_of(k):
                 return ChunkTask(E.model, args, kwargs, k, np.random.SeedSequence(0),
                                  E.estimators, argnums, allow_unused,
-                                 baseline_state=E._baseline_state)
+                                 states=E.states)
             size = fitting_chunk_size(task_of, run_chunk(task_of(4)), size)
         sizes = chunk_sizes(E.n, size)
         # fresh draws on every call, as for an expectation in memory: the chunks' seeds
@@ -47,7 +47,7 @@ def grad_samples(E, argnums=0, *, allow_unused=False, chunk=None, client=None):
         seeds = spawn(int(E.rng.integers(2 ** 63)), len(sizes))
         # (a baseline's history in the expectation is carried into every chunk)
         tasks = [ChunkTask(E.model, args, kwargs, size, s, E.estimators, argnums,
-                           allow_unused, index=i, baseline_state=E._baseline_state)
+                           allow_unused, index=i, states=E.states)
                  for i, (size, s) in enumerate(zip(sizes, seeds))]
         results = run_chunks(tasks, client, desc="chunks")
         warn_no_history(results, "scg.grad_samples in chunks")

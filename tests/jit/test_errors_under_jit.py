@@ -102,7 +102,7 @@ def test_error_after_a_baseline_update_leaves_the_eager_state(quiet_numpy):
     with pytest.raises(FloatingPointError) as jit_error:
         step(np.array(0.0))
     assert str(jit_error.value) == str(eager_error.value)
-    assert Ej._baseline_state["x"]["count"] == E._baseline_state["x"]["count"]
+    assert Ej.states["x"].baseline["count"] == E.states["x"].baseline["count"]
     for _ in range(4):
         assert_same(scg.value_and_grad(E)(np.array(0.5)), step(np.array(0.5)))
 

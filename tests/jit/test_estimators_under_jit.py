@@ -37,8 +37,8 @@ def test_moving_average_baseline_state_evolves_like_eager(inline):
         mu = np.array(0.05 * k)
         assert_same(scg.value_and_grad(E)(mu), step(mu))
         # the baseline's state (kept between calls) is updated identically, replay or not
-        assert set(Ej._baseline_state) == set(E._baseline_state) == {"x"}
-        se, sj = E._baseline_state["x"], Ej._baseline_state["x"]
+        assert set(Ej.states.baselines()) == set(E.states.baselines()) == {"x"}
+        se, sj = E.states["x"].baseline, Ej.states["x"].baseline
         assert sj["count"] == se["count"] == k + 1
         np.testing.assert_allclose(sj["avg"], se["avg"], rtol=RTOL)
     assert step.stats["replays"] > 0
@@ -71,7 +71,7 @@ def test_immediate_effects_then_failed_recording_update_baseline_twice():
     eager, jitted = make(E), scg.jit(make(Ej))
     for _ in range(3):
         assert same(eager(np.array(0.3)), jitted(np.array(0.3)))
-    assert Ej._baseline_state["x"]["count"] == E._baseline_state["x"]["count"]
+    assert Ej.states["x"].baseline["count"] == E.states["x"].baseline["count"]
 
 
 def test_error_in_replay_skips_baseline_update():
@@ -89,7 +89,7 @@ def test_error_in_replay_skips_baseline_update():
         k = np.array(k)
         assert agree(eager, jitted, [(mu, k)]) == []
     assert jitted.stats["replays"] > 0
-    assert Ej._baseline_state["x"]["count"] == E._baseline_state["x"]["count"]
+    assert Ej.states["x"].baseline["count"] == E.states["x"].baseline["count"]
 
 
 def test_jitted_expectation_value_updates_the_baseline():
@@ -98,7 +98,7 @@ def test_jitted_expectation_value_updates_the_baseline():
     mu = np.array(0.3)
     for _ in range(4):
         np.testing.assert_array_equal(jE(mu), E(mu))  # (the values agree)
-    assert Ej._baseline_state == E._baseline_state
+    assert Ej.states.baselines() == E.states.baselines()
     assert same(scg.grad(E)(mu), scg.grad(Ej)(mu))
 
 
@@ -127,7 +127,7 @@ def test_estimators_bit_exact_with_generator_and_baseline_state(case):
     for a in args:
         assert same(scg.value_and_grad(E)(a), step(a))
     assert E.rng.bit_generator.state == Ej.rng.bit_generator.state
-    assert repr(E._baseline_state) == repr(Ej._baseline_state)
+    assert repr(E.states.baselines()) == repr(Ej.states.baselines())
 
 
 @pytest.mark.parametrize("n,plate", [(2, None), (2, 3), (3, 3), (10, None)])

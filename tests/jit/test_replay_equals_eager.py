@@ -243,7 +243,7 @@ def test_training_loops_bit_exact(opt):
         assert same(out_e, out_j)
         (_, p_e, s_e), (_, p_j, s_j) = out_e, out_j
     assert jitted.stats["replays"] > 0
-    assert repr(E._baseline_state) == repr(Ej._baseline_state)
+    assert repr(E.states.baselines()) == repr(Ej.states.baselines())
 
 
 def test_argument_structures_bit_exact():

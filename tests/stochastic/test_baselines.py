@@ -57,7 +57,7 @@ def test_moving_average_is_unbiased_at_n_1():
     # dominated by the offset 10: compare with no baseline
     plain = scg.expectation(coin_model(None), n=1, seed=1)
     assert est[100:].var() < 0.2 * np.var([scg.grad(plain)(THETA) for _ in range(500)])
-    state = E._baseline_state["a"]
+    state = E.states["a"].baseline
     assert state["avg"] / (1 - 0.9 ** state["count"]) == pytest.approx(
         12.0 + (F1 - F0) * (1 / (1 + np.exp(-THETA)) - 0.5), abs=0.5)
 

@@ -76,7 +76,7 @@ def test_the_check_leaves_the_baseline_state_as_the_call_made_it():
         scg.grad(E)(0.4)
     q = scg.trace(bernoulli_model(None), 0.4, n=10, seed=0).costs["return"]
     # one update with this call's draws (same seed): 0.1 * mean(q), not two or three
-    assert E._baseline_state["a"]["b"] == pytest.approx(0.1 * np.mean(q))
+    assert E.states["a"].baseline["b"] == pytest.approx(0.1 * np.mean(q))
 
 
 @pytest.mark.parametrize("baseline", [None, 0.5, "loo", scg.baselines.MovingAverage(0.9)])
