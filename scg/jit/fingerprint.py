@@ -10,6 +10,7 @@ one of them gives something else.
 
 import array
 import collections
+import dis
 import functools
 import hashlib
 import io
@@ -384,7 +385,11 @@ def _walk_module(module, names, out, seen, depth, checks):
     seen.add(id(module))
     user = _user_module(module)
     attrs = vars(module)
-    for attr in names:
+    wanted = names
+    if names is _EVERY_NAME:  # (a name computed at run time: any attribute it has)
+        checks.append((_LEN, attrs, len(attrs), None))
+        wanted = [k for k in list(attrs) if not (k.startswith("__") and k.endswith("__"))]
+    for attr in wanted:
         value = attrs.get(attr, _MISSING)
         if not user and (value is _MISSING or (callable(value) and not isinstance(
                 value, types.ModuleType))):
@@ -465,10 +470,16 @@ def _walk_dict(x, out, seen, depth, checks):
             _walk(v, out, seen, depth, checks)
 
 
+_EVERY_NAME = None  # (the attributes a module walk reads: all of them)
+
+
 @functools.lru_cache(maxsize=4096)
 def _attribute_names(code):
     """The names a code object may read as a module's attributes: the names it loads,
-    and strings that could name one (getattr(mod, "X"))."""
+    and strings that could name one (getattr(mod, "X")); _EVERY_NAME if it calls getattr
+    with a name it computes (getattr(mod, "X" + k)), which could be any."""
+    if _computes_names(code):
+        return _EVERY_NAME
     names = list(_global_names(code))
     stack = [code]
     while stack:
@@ -479,6 +490,44 @@ def _attribute_names(code):
             elif type(k) is str and k.isidentifier():
                 names.append(k)
     return tuple(dict.fromkeys(names))
+
+
+def _computes_names(code):
+    """Does the code (or a function nested in it) call getattr with a name that is not a
+    constant string? Read from its bytecode: the instructions that push getattr's second
+    argument must be one LOAD_CONST of a str."""
+    stack = [code]
+    while stack:
+        c = stack.pop()
+        stack += [k for k in c.co_consts if isinstance(k, types.CodeType)]
+        if "getattr" not in c.co_names:
+            continue
+        ops = [i for i in dis.get_instructions(c) if i.opname not in ("CACHE", "EXTENDED_ARG")]
+        for k, ins in enumerate(ops):
+            if ins.opname not in ("LOAD_GLOBAL", "LOAD_NAME") or ins.argval != "getattr":
+                continue
+            try:
+                depth = 0
+                pushed = []  # the instructions of each argument, in order
+                for nxt in ops[k + 1:]:
+                    if nxt.opname in ("PRECALL", "CALL", "CALL_FUNCTION", "KW_NAMES"):
+                        break
+                    if not pushed or depth == len(pushed):
+                        pushed.append([])
+                    pushed[-1].append(nxt)
+                    depth_before = depth
+                    depth += dis.stack_effect(nxt.opcode, nxt.arg, jump=False)
+                    if depth < depth_before and depth < len(pushed) - 1:
+                        return True  # (an argument built in a way not followed here)
+                    if depth == len(pushed) - 1:
+                        pushed.pop()  # (not an argument after all)
+                name = pushed[1] if len(pushed) >= 2 else None
+            except (ValueError, IndexError):
+                return True
+            if not name or len(name) != 1 or name[0].opname != "LOAD_CONST" or \
+                    type(name[0].argval) is not str:
+                return True
+    return False
 
 
 @functools.lru_cache(maxsize=4096)

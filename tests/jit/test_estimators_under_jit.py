@@ -164,45 +164,6 @@ def test_leave_one_out_with_non_finite_costs_raises_as_eager(bad, n):
     assert lockstep(eager, jitted, calls) == []
 
 
-def _estimator_models():
-    def disarm(t):
-        b = scg.sample("b", scg.Bernoulli(logits=t), estimator=scg.DisARM())
-        return np.sum((b - 0.4) ** 2 * t)
-
-    def gumbel(hard):
-        def model(t):
-            z = scg.sample("z", scg.OneHotCategorical(logits=t),
-                           estimator=scg.GumbelSoftmax(0.5, hard=hard))
-            return np.sum(z * np.arange(3.0))
-        return model
-
-    def measure_valued(t):
-        x = scg.sample("x", scg.Normal(t, 1.0), estimator=scg.MeasureValued())
-        return np.sum(x ** 2)
-
-    def enumerate_categorical(t):
-        k = scg.sample("k", scg.Categorical(logits=t), estimator=scg.Enumerate())
-        return (k - 1.0) ** 2
-
-    def enumerate_binomial(t):
-        k = scg.sample("k", scg.Binomial(3, 1.0 / (1.0 + np.exp(-t[0]))),
-                       estimator=scg.Enumerate())
-        return (k - 1.0) ** 2 * t[1]
-
-    return {"disarm": disarm, "gumbel_soft": gumbel(False), "gumbel_hard": gumbel(True),
-            "measure_valued": measure_valued, "enumerate_categorical": enumerate_categorical,
-            "enumerate_binomial": enumerate_binomial}
-
-
-@pytest.mark.parametrize("name", list(_estimator_models()))
-def test_estimators_agree_with_eager(name):
-    model = _estimator_models()[name]
-    theta = np.array([0.2, -0.3, 0.9])
-    eager = scg.grad(scg.expectation(model, n=6, seed=4))
-    jitted = scg.jit(scg.grad(scg.expectation(model, n=6, seed=4)))
-    assert lockstep(eager, jitted, [(theta,)] * 5) == []
-
-
 def test_draws_on_the_edge_of_the_support_raise_as_eager():
     """Beta(0.01, 0.01) draws round to exactly 0 and 1: with the support test skipped for
     own draws, the formulas still give a non-finite log-probability and the site's error,

@@ -157,3 +157,21 @@ def test_locks_and_files_do_not_stop_replays():
     for _ in range(5):
         jf(np.ones(2))
     assert jf.stats["replays"] >= 2, jf.explain()
+
+
+def test_a_module_attribute_read_through_a_computed_name_is_seen():
+    settings = types.ModuleType("scg_test_computed")
+    settings.scale_a = 2.0
+    settings.scale_b = 5.0
+
+    def f(x, which):
+        return getattr(settings, "scale_" + which) * x
+    jf = scg.jit(f)
+    x = np.array([1.0, 2.0])
+    for _ in range(4):
+        assert same(jf(x, "a"), f(x, "a"))
+    assert jf.stats["replays"] > 0, jf.explain()
+    settings.scale_a = 3.0
+    assert same(jf(x, "a"), f(x, "a"))
+    settings.scale_c = 7.0  # (an attribute added later, read by a name not seen before)
+    assert same(jf(x, "c"), f(x, "c"))

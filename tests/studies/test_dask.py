@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import scg
+from tests.estimators.registry import ESTIMATORS
 
 THETA = np.array([2.0, 1.0])  # the worked example: x ~ N(theta[0], theta[1]), f = x^2
 W = np.array([1.0, -2.0, 0.5])
@@ -280,11 +281,7 @@ def test_every_distribution_family_round_trips_through_cloudpickle():
 
 def test_every_estimator_round_trips_through_cloudpickle():
     cloudpickle = pytest.importorskip("cloudpickle")
-    estimators = [scg.Pathwise(), scg.Score(baseline="loo"),
-                  scg.Score(scg.baselines.MovingAverage(decay=0.8)), scg.Enumerate(),
-                  scg.MeasureValued(), scg.DisARM(), scg.GumbelSoftmax(temperature=0.5),
-                  scg.Pathwise(antithetic=True)]
-    for est in estimators:
+    for est in [case.make() for case in ESTIMATORS]:
         again = cloudpickle.loads(cloudpickle.dumps(est))
         assert type(again) is type(est) and repr(again) == repr(est)
         assert vars(again).keys() == vars(est).keys()

@@ -1,0 +1,156 @@
+"""One registry of every estimator: how to make it, the models it serves, what it promises.
+
+The generic tests (tests/estimators/test_every_estimator.py) run each entry on each of its
+models: unbiased against the exact gradient, second derivatives right or a clear error,
+scg.jit equal to eager, pickled copies that continue where the original is, and threads.
+A new estimator joins them with one `Case(...)` line in ESTIMATORS.
+"""
+
+import itertools
+from dataclasses import dataclass
+
+import numpy as np
+
+import scg
+
+from .exact import numeric_grad, numeric_hessian
+
+
+@dataclass(frozen=True)
+class Model:
+    """A model with its parameters and its exact expectation (for the exact derivatives)."""
+    name: str
+    build: object      # estimator -> model(theta)
+    theta: np.ndarray
+    exact: object      # theta -> the exact expectation
+
+    def grad(self):
+        return numeric_grad(self.exact, self.theta)
+
+    def hessian(self):
+        return numeric_hessian(self.exact, self.theta)
+
+
+# x ~ Normal(mu, sigma), cost (x - 0.3)^2 + 0.5 x: E = (mu - 0.3)^2 + sigma^2 + 0.5 mu
+def _normal(estimator):
+    def model(theta):
+        x = scg.sample("x", scg.Normal(theta[0], theta[1]), estimator=estimator)
+        return (x - 0.3) ** 2 + 0.5 * x
+    return model
+
+
+def _normal_exact(theta):
+    return (theta[0] - 0.3) ** 2 + theta[1] ** 2 + 0.5 * theta[0]
+
+
+# three coins, a cost that couples them: E by enumeration of the 8 states
+_W = np.array([1.0, -0.7, 0.4])
+_STATES = np.array(list(itertools.product([0.0, 1.0], repeat=3)))
+
+
+def _coins(estimator):
+    def model(theta):
+        b = scg.sample("b", scg.Bernoulli(logits=theta), estimator=estimator)
+        return (b @ _W - 0.5) ** 2
+    return model
+
+
+def _coins_exact(theta):
+    p = 1.0 / (1.0 + np.exp(-theta))
+    weights = np.prod(np.where(_STATES == 1.0, p, 1.0 - p), axis=1)
+    return weights @ (_STATES @ _W - 0.5) ** 2
+
+
+# a choice among four values, one-hot
+_TABLE = np.array([1.0, -0.5, 2.0, 0.3])
+
+
+def _choice(estimator):
+    def model(theta):
+        k = scg.sample("k", scg.OneHotCategorical(logits=theta), estimator=estimator)
+        return (k @ _TABLE) ** 2
+    return model
+
+
+def _choice_exact(theta):
+    p = np.exp(theta - np.max(theta))
+    return (p / p.sum()) @ _TABLE ** 2
+
+
+MODELS = {m.name: m for m in (
+    Model("normal", _normal, np.array([0.7, 1.3]), _normal_exact),
+    Model("coins", _coins, np.array([-0.4, 0.3, 1.1]), _coins_exact),
+    Model("choice", _choice, np.array([0.2, -0.3, 0.5, 0.0]), _choice_exact),
+)}
+
+
+class HandWrittenLeaveOneOut(scg.estimators.Estimator):
+    """A newcomer's estimator, written against the protocol only: REINFORCE with the mean
+    of the other draws' costs as each draw's baseline."""
+
+    name = "hand-written-loo"
+
+    def draw(self, d):
+        return d.sample()
+
+    def term(self, site, ctx):
+        if not ctx.has_downstream(site):
+            return None
+        q = ctx.q(site)
+        others = (q.sum(axis=0) - q) / (q.shape[0] - 1)
+        return scg.estimators.linear_term(ctx.log_prob(site), ctx.spread(q - others, site),
+                                          1.0 / ctx.n)
+
+    def dice_log_prob(self, site, ctx):
+        self.unsupported_order(site)
+
+
+@dataclass(frozen=True)
+class Case:
+    """An estimator of the registry.
+
+    `make()` gives a fresh estimator; `models` the MODELS it serves; `unbiased` False for a
+    knowingly biased estimator (a relaxation: its `explain()` must say so); `second_order`
+    whether scg.hessian through it is right (else it must raise scg.EstimatorError); `n`
+    the draws per estimate of the unbiasedness test; `exact` for a sum with no variance."""
+    id: str
+    make: object
+    models: tuple
+    unbiased: bool = True
+    second_order: bool = False
+    n: int = 20_000
+    exact: bool = False
+
+
+ESTIMATORS = [
+    Case("score", lambda: scg.Score(), ("normal", "coins", "choice"), second_order=True),
+    Case("score_loo", lambda: scg.Score("loo"), ("normal", "coins", "choice"),
+         second_order=True),
+    Case("score_moving_average", lambda: scg.Score(scg.baselines.MovingAverage(0.9)),
+         ("normal", "coins", "choice"), second_order=True),
+    Case("score_antithetic", lambda: scg.Score(antithetic=True), ("normal",),
+         second_order=True),
+    Case("pathwise", lambda: scg.Pathwise(), ("normal",), second_order=True),
+    Case("pathwise_antithetic", lambda: scg.Pathwise(antithetic=True), ("normal",),
+         second_order=True),
+    Case("measure_valued", lambda: scg.MeasureValued(), ("normal", "coins", "choice")),
+    Case("measure_valued_uncoupled", lambda: scg.MeasureValued(coupled=False),
+         ("normal", "coins")),
+    Case("disarm", lambda: scg.DisARM(), ("coins",)),
+    Case("enumerate", lambda: scg.Enumerate(), ("coins", "choice"), second_order=True,
+         n=2, exact=True),
+    Case("gumbel_softmax", lambda: scg.GumbelSoftmax(temperature=0.5), ("coins", "choice"),
+         unbiased=False),
+    Case("gumbel_softmax_hard", lambda: scg.GumbelSoftmax(temperature=0.5, hard=True),
+         ("coins", "choice"), unbiased=False),
+    Case("hand_written_loo", HandWrittenLeaveOneOut, ("normal", "coins", "choice")),
+]
+
+
+def pairs():
+    """(case, model) for every estimator and every model it serves, with test ids."""
+    return [(c, MODELS[m]) for c in ESTIMATORS for m in c.models]
+
+
+def pair_ids():
+    return [f"{c.id}-{m}" for c in ESTIMATORS for m in c.models]

@@ -1,0 +1,100 @@
+"""Every estimator of the registry (tests/estimators/registry.py) on every model it serves.
+
+Unbiased against the exact gradient (within 5 standard errors at fixed seeds; an exact
+sum to rounding); second derivatives right within 5 standard errors over independent
+expectations, or `scg.EstimatorError`; scg.jit gives the eager numbers and replays;
+a pickled expectation continues where the original is; expectations in threads give
+what they give alone. A knowingly biased estimator says so in `explain()`.
+"""
+
+import cloudpickle
+
+import numpy as np
+import pytest
+
+import scg
+
+from tests.stochastic.test_threads import run_in_threads
+from .registry import pair_ids, pairs
+
+PAIRS = pairs()
+IDS = pair_ids()
+
+
+def _expectation(case, model, n=None, seed=0, study=False):
+    E = scg.expectation(model.build(case.make()), n=n or case.n, seed=seed)
+    E.warn_lost_history = not study  # (a study's expectations are called once, by design)
+    return E
+
+
+@pytest.mark.parametrize("case, model", PAIRS, ids=IDS)
+def test_unbiased_against_the_exact_gradient(case, model):
+    E = _expectation(case, model, seed=11)
+    gs = scg.grad_samples(E)(model.theta)
+    exact = model.grad()
+    if case.exact:
+        np.testing.assert_allclose(gs.mean, exact, rtol=1e-6, atol=1e-8)
+        return
+    if not case.unbiased:
+        assert "biased" in E.last_trace.explain()
+        return
+    # (an estimator exact in some coordinate, as antithetic pairs for a quadratic cost's
+    # location or a measure-valued derivative over every category: to rounding)
+    z = (gs.mean - exact) / np.maximum(gs.stderr, 1e-8)
+    assert np.all(np.abs(z) < 5), (case.id, model.name, gs.mean, exact, z)
+
+
+@pytest.mark.parametrize("case, model", PAIRS, ids=IDS)
+def test_second_derivatives_or_a_clear_error(case, model):
+    if not case.second_order:
+        if not case.unbiased:
+            pytest.skip("a relaxation: the Hessian of its relaxed objective")
+        with pytest.raises(scg.EstimatorError, match="first derivatives only"):
+            scg.hessian(_expectation(case, model, n=100))(model.theta)
+        return
+    if case.exact:
+        h = scg.hessian(_expectation(case, model))(model.theta)
+        np.testing.assert_allclose(h, model.hessian(), rtol=1e-4, atol=1e-5)
+        return
+    runs = np.array([scg.hessian(_expectation(case, model, n=2_000, seed=s, study=True))(model.theta)
+                     for s in range(30)])
+    mean, stderr = runs.mean(axis=0), runs.std(axis=0, ddof=1) / np.sqrt(len(runs))
+    exact = model.hessian()
+    # (entries with no variance, as a pathwise Hessian of a quadratic: to rounding)
+    z = (mean - exact) / np.maximum(stderr, 1e-6)
+    assert np.all(np.abs(z) < 5), (case.id, model.name, mean, exact, z)
+
+
+@pytest.mark.parametrize("case, model", PAIRS, ids=IDS)
+def test_jit_gives_the_eager_numbers_and_replays(case, model):
+    E, Ej = (_expectation(case, model, n=64, seed=3) for _ in range(2))
+    eager, jitted = scg.grad(E), scg.jit(scg.grad(Ej))
+    for _ in range(6):
+        np.testing.assert_allclose(jitted(model.theta), eager(model.theta),
+                                   rtol=1e-12, atol=1e-14)
+    assert jitted.stats["replays"] >= 2, jitted.explain()
+    # the same draws from the same generator, and the same state kept between calls
+    assert Ej.rng.bit_generator.state == E.rng.bit_generator.state
+    assert repr(Ej.states.baselines()) == repr(E.states.baselines())
+
+
+@pytest.mark.parametrize("case, model", PAIRS, ids=IDS)
+def test_a_pickled_expectation_continues_where_the_original_is(case, model):
+    E = _expectation(case, model, n=64, seed=5)
+    for _ in range(2):
+        scg.grad(E)(model.theta)
+    E2 = cloudpickle.loads(cloudpickle.dumps(E))
+    for _ in range(2):
+        np.testing.assert_array_equal(scg.grad(E2)(model.theta), scg.grad(E)(model.theta))
+
+
+@pytest.mark.parametrize("case, model", PAIRS, ids=IDS)
+def test_threads_give_what_each_gives_alone(case, model):
+    def job(seed):
+        E = _expectation(case, model, n=256, seed=seed)
+        return [scg.grad(E)(model.theta) for _ in range(5)]
+
+    alone = [job(s) for s in range(4)]
+    together = run_in_threads(*[lambda s=s: job(s) for s in range(4)])
+    for a, b in zip(alone, together):
+        np.testing.assert_array_equal(np.array(a), np.array(b))
