@@ -17,10 +17,17 @@ program other than eagerly (a recording for replay, see scg/jit/) must see them:
 - `sees_operations()`: does a handler see every primitive call (then code takes the
   primitives' path, not a fused kernel's that would hide them)?
 
-Each thread has one stack of handlers (`push`, `pop`, `handling`). A message goes to the
-innermost handler; a `Handler` forwards what it does not handle to the one outside it,
-and with no handler the message's default runs: the eager computation. The defaults cost
-one attribute read more than the plain call.
+Each thread has one stack of handlers (`push`, `pop`). A message goes to the innermost
+handler; a `Handler` forwards what it does not handle to the one outside it, and with no
+handler the message's default runs: the eager computation. The defaults cost one
+attribute read more than the plain call. (Handlers that take none of these messages, the
+stochastic layer's, are skipped: `takes_values = False`.)
+
+The stochastic layer's effects are `Message`s sent with `send`: a sample site, a cost, a
+plate opened or closed. Each handler's `process(msg)` sees the message in turn, innermost
+first (a plate adds itself to a site's plates, a choice of estimators sets the site's
+estimator), until one performs it (the run of a model: it sets `msg.done`); then the
+handlers it passed see it again, outermost first (`postprocess`). As in Pyro's messengers.
 """
 
 import numpy as np
@@ -45,40 +52,72 @@ def _plain(args):
     return [a.obj if type(a) is State else a for a in args]
 
 
+class Message:
+    """A stochastic effect on its way through the handlers (see the module docstring).
+
+    `kind` ("sample", "cost", "plate", "plate_exit"), `name`, `fields` (what the kind
+    needs: a distribution, an estimator, a value), `plates` (the plates it is inside,
+    outermost first), and, once performed, `value` and `done`."""
+
+    __slots__ = ("kind", "name", "fields", "plates", "value", "done")
+
+    def __init__(self, kind, name, **fields):
+        self.kind = kind
+        self.name = name
+        self.fields = fields
+        self.plates = ()
+        self.value = None
+        self.done = False
+
+
 class Handler:
     """A handler of the effect stack: each method receives one kind of message, and by
-    default forwards it to the handler outside this one (or runs the default)."""
+    default forwards it to the handler outside this one (or runs the default).
 
-    outer = None
+    `process(msg)` and `postprocess(msg)` see the stochastic layer's messages (`send`);
+    a handler with `takes_values = False` takes none of the other messages, which skip it.
+    """
+
+    outer = None   # the next handler outside this one
+    outer_values = None  # the next handler outside this one that takes the messages above
+    takes_values = True
+
+    def process(self, msg):
+        """See a message on its way in (innermost first); perform it by setting
+        `msg.value` and `msg.done`."""
+
+    def postprocess(self, msg):
+        """See a performed message on its way back (outermost first)."""
 
     def opaque(self, fn, args):
-        return _send_opaque(self.outer, fn, args)
+        return _send_opaque(self.outer_values, fn, args)
 
     def stateful(self, fn, args):
-        return _send_stateful(self.outer, fn, args)
+        return _send_stateful(self.outer_values, fn, args)
 
     def after(self, fn, args):
-        return _send_after(self.outer, fn, args)
+        return _send_after(self.outer_values, fn, args)
 
     def check(self, predicate, x, where):
-        return _send_check(self.outer, predicate, x, where)
+        return _send_check(self.outer_values, predicate, x, where)
 
     def generator(self, rng):
-        return rng if self.outer is None else self.outer.generator(rng)
+        h = self.outer_values
+        return rng if h is None else h.generator(rng)
 
     def asarray(self, x, dtype):
-        return np.asarray(strip(x), dtype=dtype) if self.outer is None else \
-            self.outer.asarray(x, dtype)
+        h = self.outer_values
+        return np.asarray(strip(x), dtype=dtype) if h is None else h.asarray(x, dtype)
 
     def unrepeatable(self, reason):
-        if self.outer is not None:
-            self.outer.unrepeatable(reason)
+        if self.outer_values is not None:
+            self.outer_values.unrepeatable(reason)
 
     def sees_operations(self):
-        return self.outer is not None and self.outer.sees_operations()
+        return self.outer_values is not None and self.outer_values.sees_operations()
 
     def floor(self):
-        return 0 if self.outer is None else self.outer.floor()
+        return 0 if self.outer_values is None else self.outer_values.floor()
 
 
 def _send_opaque(h, fn, args):
@@ -104,15 +143,20 @@ def _send_check(h, predicate, x, where):
 def push(handler):
     """Make `handler` this thread's innermost handler."""
     handler.outer = THREAD.handler
+    handler.outer_values = THREAD.values
     THREAD.handler = handler
+    if handler.takes_values:
+        THREAD.values = handler
 
 
 def pop(handler):
     """Remove the innermost handler, which must be `handler`."""
     if THREAD.handler is not handler:
-        raise RuntimeError("effect handlers must be removed innermost first")
+        raise RuntimeError("effect handlers must be removed innermost first (a plate or "
+                           "a model run left open inside another)")
     THREAD.handler = handler.outer
-    handler.outer = None
+    THREAD.values = handler.outer_values
+    handler.outer = handler.outer_values = None
 
 
 def innermost():
@@ -120,38 +164,62 @@ def innermost():
     return THREAD.handler
 
 
+def handlers():
+    """This thread's handlers, innermost first."""
+    h = THREAD.handler
+    while h is not None:
+        yield h
+        h = h.outer
+
+
+def send(msg):
+    """Send a stochastic message through this thread's handlers (see the module
+    docstring); return its value, or raise LookupError if no handler performed it."""
+    passed = []
+    h = THREAD.handler
+    while h is not None and not msg.done:
+        h.process(msg)
+        passed.append(h)
+        h = h.outer
+    if not msg.done:
+        raise LookupError(msg.kind)
+    for h in reversed(passed):
+        h.postprocess(msg)
+    return msg.value
+
+
 # ---------------------------------------------------------------- the messages
 def opaque(fn, *args):
     """fn(*args), for a function of its arguments only, as one operation."""
-    return _send_opaque(THREAD.handler, fn, args)
+    return _send_opaque(THREAD.values, fn, args)
 
 
 def stateful(fn, *args):
     """fn(*args) for a function that reads state kept between calls (marked `State`)."""
-    return _send_stateful(THREAD.handler, fn, args)
+    return _send_stateful(THREAD.values, fn, args)
 
 
 def after(fn, *args):
     """fn(*args) for its side effect on state kept between calls (marked `State`): run
     when the call has returned (now, without a handler)."""
-    _send_after(THREAD.handler, fn, args)
+    _send_after(THREAD.values, fn, args)
 
 
 def check(predicate, x, where):
     """predicate(x) as a bool: a condition every run must meet (`where` says which)."""
-    return _send_check(THREAD.handler, predicate, x, where)
+    return _send_check(THREAD.values, predicate, x, where)
 
 
 def generator(rng):
     """The numpy Generator through which a program draws its randomness."""
-    h = THREAD.handler
+    h = THREAD.values
     return rng if h is None else h.generator(rng)
 
 
 def asarray(x, dtype=None):
     """np.asarray(strip(x), dtype): the value below every transformation (a handler may
     keep its own representation of it)."""
-    h = THREAD.handler
+    h = THREAD.values
     if h is None:
         return np.asarray(strip(x), dtype=dtype)
     return h.asarray(x, dtype)
@@ -160,7 +228,7 @@ def asarray(x, dtype=None):
 def unrepeatable(reason):
     """Say that this run did something a repetition of its operations would not
     reproduce (`reason`, for the user)."""
-    h = THREAD.handler
+    h = THREAD.values
     if h is not None:
         h.unrepeatable(reason)
 
@@ -168,14 +236,14 @@ def unrepeatable(reason):
 def sees_operations():
     """Does a handler see every primitive call (so fused kernels, which hide them, are
     not used)?"""
-    h = THREAD.handler
+    h = THREAD.values
     return h is not None and h.sees_operations()
 
 
 def floor():
     """The trace level of the innermost handler's values (0 if none): `strip(x, floor())`
     removes every transformation's tracer but keeps a handler's value."""
-    h = THREAD.handler
+    h = THREAD.values
     return 0 if h is None else h.floor()
 
 

@@ -1,7 +1,10 @@
 """What a model calls: scg.sample, scg.cost, scg.plate and scg.blackbox.
 
-Each call records a site in the `Trace` of the model run in progress (the innermost
-of this thread's `RUNTIME.runs`); outside a model they raise a clear error.
+Each call is a message sent through this thread's effect handlers (scg/core/effects.py):
+a plate open around it adds itself, a caller's choice of estimators sets the site's
+estimator, and the run of the model in progress (a `Trace`, scg/stochastic/trace.py)
+records the site, with `draw_site`, `add_cost`, `open_plate` and `close_plate` here.
+Outside a model they raise a clear error.
 """
 
 import contextlib
@@ -18,7 +21,7 @@ from ..distributions.base import Distribution, family_of
 from ..distributions.location_scale import loc_scale_path
 from ..distributions.normal import Normal
 from ..errors import EstimatorError, TracingError
-from ..estimators import Estimator, auto
+from ..estimators import Estimator, as_estimator, auto
 from ..estimators.antithetic import antithetic_noise
 from ..kernels import fused as F
 from ..kernels.parallel import count_nonfinite
@@ -29,12 +32,28 @@ from .plates import label_draw
 from .runtime import RUNTIME
 
 
+def innermost_run():
+    """The run of a model in progress in this thread (innermost), or None."""
+    for h in effects.handlers():
+        if getattr(h, "is_run", False):
+            return h
+    return None
+
+
 def current_run(what):
-    runs = RUNTIME.runs
-    if not runs:
+    run = innermost_run()
+    if run is None:
         raise TracingError(f"{what} was called outside a model; call the model through "
                            "scg.expectation(model, n=...) or scg.trace(model, ...)")
-    return runs[-1]
+    return run
+
+
+def _send(what, msg):
+    try:
+        return effects.send(msg)
+    except LookupError:  # (no run took it: handlers of one's own outside a model)
+        current_run(what)
+        raise
 
 
 @dataclass(frozen=True)
@@ -161,13 +180,62 @@ def sample(name, dist, *, estimator="auto"):
         ...     x = scg.sample("x", scg.Normal(mu, 1.0))
         ...     return x ** 2
     """
-    run = current_run(f"scg.sample({name!r}, ...)")
+    if effects.innermost() is None:
+        current_run(f"scg.sample({name!r}, ...)")  # (raises: outside a model)
     if not isinstance(dist, Distribution):
         raise TypeError(f"site {name!r}: expected a scg distribution, got {type(dist).__name__}")
+    return _send(f"scg.sample({name!r}, ...)",
+                 effects.Message("sample", name, dist=_captured(dist), estimator=estimator))
+
+
+class PlateHandler(effects.Handler):
+    """An open `scg.plate`: the sites drawn inside it have its elements along its dim."""
+
+    takes_values = False
+
+    def __init__(self, frame):
+        self.frame = frame
+
+    def process(self, msg):
+        if msg.kind == "sample":  # (innermost plates first: the outer ones go in front)
+            msg.plates = (self.frame,) + msg.plates
+            msg.fields["dist"] = _apply_plates(msg.fields["dist"], msg.name, (self.frame,))
+
+
+class EstimatorChoice(effects.Handler):
+    """The estimators a caller chose over the model's (scg.expectation's `estimators=`,
+    scg.trace's): every site's, where the estimator serves the family, or by site name."""
+
+    takes_values = False
+
+    def __init__(self, chosen):
+        self.chosen = chosen
+
+    def process(self, msg):
+        if msg.kind == "sample":
+            msg.fields["estimator"] = _chosen_estimator(
+                self.chosen, msg.name, msg.fields["dist"], msg.fields["estimator"])
+
+
+def _chosen_estimator(chosen, name, dist, given):
+    if isinstance(chosen, dict):
+        return chosen[name] if name in chosen else given
+    spec = as_estimator(chosen)
+    if spec == "auto":
+        return spec
+    try:
+        spec.check(name, dist)
+    except EstimatorError:
+        return "auto"
+    return spec
+
+
+def draw_site(run, msg):
+    """Perform a "sample" message in `run`: draw the site and record it."""
+    name, dist, estimator = msg.name, msg.fields["dist"], msg.fields["estimator"]
     run.check_new_name(name)
-    dist = _apply_plates(_captured(dist), name, run.plates)
     check_fits(run, dist, name)
-    est, reason = _choose(run, name, dist, run.estimator_for(name, dist, estimator))
+    est, reason = _choose(run, name, dist, as_estimator(estimator))
     run.check_copies(name, est.copies(name, dist, run.plates))
     level = run.level
     params = [v for v in family_of(dist).params.values()
@@ -437,7 +505,14 @@ def cost(name, value):
     Example:
         >>> scg.cost("penalty", 0.1 * x ** 2)
     """
-    run = current_run(f"scg.cost({name!r}, ...)")
+    if effects.innermost() is None:
+        current_run(f"scg.cost({name!r}, ...)")  # (raises: outside a model)
+    _send(f"scg.cost({name!r}, ...)", effects.Message("cost", name, value=value))
+
+
+def add_cost(run, msg):
+    """Perform a "cost" message in `run`: check the value and record the cost."""
+    name, value = msg.name, msg.fields["value"]
     run.check_new_name(name)
     bad = count_nonfinite(strip(value))
     if bad:
@@ -468,7 +543,21 @@ def plate(name, size, dim=-1):
         >>> with scg.plate("data", 128):
         ...     z = scg.sample("z", scg.Bernoulli(logits=enc).to_event(1))
     """
-    run = current_run(f"scg.plate({name!r}, ...)")
+    what = f"scg.plate({name!r}, ...)"
+    current_run(what)
+    frame = _send(what, effects.Message("plate", name, size=size, dim=dim))
+    handler = PlateHandler(frame)
+    effects.push(handler)
+    try:
+        yield frame
+    finally:
+        effects.pop(handler)
+        _send(what, effects.Message("plate_exit", name, frame=frame))
+
+
+def open_plate(run, msg):
+    """Perform a "plate" message in `run`: check the plate and open it; its frame."""
+    name, size, dim = msg.name, msg.fields["size"], msg.fields["dim"]
     if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
         raise ValueError(f"plate {name!r}: size must be a positive int (the number of "
                          f"elements along dim {dim}), got {size!r}")
@@ -480,12 +569,16 @@ def plate(name, size, dim=-1):
             raise ValueError(f"plate {name!r}: dim {dim} is already used by the enclosing "
                              f"plate {p.name!r}; pass dim={min(q.dim for q in run.plates) - 1}")
     frame = Plate(name, int(size), int(dim))
-    outer = run.plates
-    run.enter_plates(outer + (frame,))
-    try:
-        yield frame
-    finally:
-        run.enter_plates(outer)
+    run.enter_plates(run.plates + (frame,))
+    return frame
+
+
+def close_plate(run, msg):
+    """Perform a "plate_exit" message in `run`: the plates open before it again."""
+    frame = msg.fields["frame"]
+    if not run.plates or run.plates[-1] is not frame:
+        raise TracingError(f"plate {frame.name!r} was closed while an inner plate was open")
+    run.enter_plates(run.plates[:-1])
 
 
 # ---------------------------------------------------------------------- blackbox
@@ -515,8 +608,8 @@ class BlackBox:
 
     def __call__(self, *args, **kwargs):
         fn = self.fn
-        runs = RUNTIME.runs
-        level = runs[-1].level if runs else None
+        run = innermost_run()
+        level = run.level if run is not None else None
 
         def per_draw(a):
             return isinstance(a, PerSample) and a.level == level and bool(a.deps.up)

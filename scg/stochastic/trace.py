@@ -13,15 +13,19 @@ from ..numpy import rules as R
 from .persample import PerSample
 from .plates import label_op
 from .runtime import RUNTIME
-from ..estimators import as_estimator, auto
+from ..estimators import auto
 from .copies import Copies, settle_factors
-from .sites import carries_gradient, cost, family_of
+from .sites import (EstimatorChoice, add_cost, carries_gradient, close_plate, cost, draw_site,
+                    family_of, innermost_run, open_plate)
 
 RETURN_COST = "return"
 
 
-class Trace:
+class Trace(effects.Handler):
     """Sites, costs and estimator choices of one evaluation of a model with n draws.
+
+    While the model runs, the trace is the handler of the effect stack that performs its
+    `scg.sample`, `scg.cost` and `scg.plate` messages (scg/stochastic/sites.py).
 
     Attributes:
         sites: name -> Site (`.kind`, `.value` of physical shape (rows, ...): n rows, times
@@ -32,10 +36,13 @@ class Trace:
             sites and costs (node attribute `kind`).
     """
 
+    takes_values = False  # (the numeric messages pass it, to a recording outside)
+    is_run = True
+
     def __init__(self, n, rng, level, decisions, reasons, record=False, param_names=None,
                  plan=None, estimators=None):
         self.n = n
-        self.estimators = estimators  # the caller's choice over the model's (see estimator_for)
+        self.estimators = estimators  # the caller's choice over the model's (EstimatorChoice)
         self.rng = effects.generator(rng)  # (under scg.jit: every draw is recorded)
         # under scg.jit: how many calls ran this run's program (the recorded one included)
         self.runs_of_program = [0] if effects.sees_operations() else None
@@ -64,22 +71,12 @@ class Trace:
             raise ValueError(f"the site name {name!r} is used twice in the model; "
                              "names must be unique")
 
-    def estimator_for(self, name, dist, given):
-        """The estimator spec of site `name`: the model's (`given`), unless the caller chose
-        one for every site (where it serves the family; elsewhere "auto") or by site name."""
-        chosen = self.estimators
-        if chosen is None:
-            return as_estimator(given)
-        if isinstance(chosen, dict):
-            return as_estimator(chosen[name]) if name in chosen else as_estimator(given)
-        spec = as_estimator(chosen)
-        if spec == "auto":
-            return spec
-        try:
-            spec.check(name, dist)
-        except EstimatorError:
-            return "auto"
-        return spec
+    def process(self, msg):
+        """Perform the model's messages: a sample site, a cost, a plate opened or closed."""
+        perform = _PERFORMERS.get(msg.kind)
+        if perform is not None:
+            msg.value = perform(self, msg)
+            msg.done = True
 
     def check_copies(self, name, count):
         """Note that site `name` needs `count` copies of the downstream model; if the run
@@ -298,6 +295,10 @@ class Trace:
                 f"costs={list(self.cost_sites)})")
 
 
+_PERFORMERS = {"sample": draw_site, "cost": add_cost, "plate": open_plate,
+               "plate_exit": close_plate}
+
+
 def _in_plates(plates):
     return f" in plate {', '.join(p.name for p in plates)}" if plates else ""
 
@@ -316,7 +317,7 @@ def run_model(model, args, kwargs, *, n, rng, decisions, reasons, record=False,
     Returns (trace, build's result).
     """
     runtime = RUNTIME
-    if runtime.runs:
+    if innermost_run() is not None:
         raise TracingError(
             "an expectation (or scg.trace) was evaluated inside the model of another one: "
             "scg does not nest Monte Carlo estimates. Put the inner random choices in the "
@@ -328,7 +329,10 @@ def run_model(model, args, kwargs, *, n, rng, decisions, reasons, record=False,
         with new_level() as level:
             trace = Trace(n, rng, level, decisions, reasons, record, param_names, plan,
                           estimators)
-            runtime.runs.append(trace)
+            effects.push(trace)
+            choice = EstimatorChoice(estimators) if estimators is not None else None
+            if choice is not None:
+                effects.push(choice)
             saved = runtime.on_op
             runtime.on_op = trace._on_op if record else None
             numpy_state = random_state.global_random_position()
@@ -348,7 +352,7 @@ def run_model(model, args, kwargs, *, n, rng, decisions, reasons, record=False,
                 continue
             finally:
                 runtime.on_op = saved
-                runtime.runs.pop()
+                _close(trace, choice)
             if random_state.global_random_position() != numpy_state:
                 _warn_numpy_random(model)
             invalid = {s: w for s, w in trace.rough_sites().items()
@@ -365,6 +369,16 @@ def run_model(model, args, kwargs, *, n, rng, decisions, reasons, record=False,
         decisions[s], reasons[s] = auto.after_a_jump(n, invalid[s])
         _rewind(rng, state)
     raise RuntimeError("estimator choice did not settle")  # pragma: no cover
+
+
+def _close(trace, choice):
+    """Take the run's handlers off the stack, with any plate the model left open (an
+    error raised inside one)."""
+    for h in list(effects.handlers()):
+        effects.pop(h)
+        if h is trace:
+            return
+    raise RuntimeError("the run of a model was not on the effect stack")  # pragma: no cover
 
 
 def _rewind(rng, position):

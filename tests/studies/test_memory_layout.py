@@ -17,7 +17,9 @@ def wide_choice(theta):
 
 
 def test_an_enumeration_too_large_for_memory_is_scg_s_memory_error():
-    E = scg.expectation(wide_choice, n=100_000, seed=0)
+    # (n such that the draws' parameters alone fit on a machine with a few GiB free, and
+    # the enumeration's 5,000 copies of them cannot fit anywhere)
+    E = scg.expectation(wide_choice, n=10_000, seed=0)
     with pytest.raises(MemoryError) as info:
         scg.grad(E)(np.zeros(5_000))
     text = str(info.value)
