@@ -28,7 +28,7 @@ from .tape import THREAD
 
 _F64 = np.dtype(np.float64)
 # arrays of this many entries and more are large: the kernels split passes over them
-# between threads, and the numpy rules hand them to those passes (see LARGE_PASSES there)
+# between threads, and the numpy rules hand them to those passes (scg/core/rewrites.py)
 LARGE = 1 << 16
 
 

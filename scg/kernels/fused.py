@@ -39,7 +39,7 @@ from ..core.random_state import restore_position, save_position
 from ..core.tape import THREAD
 from .continuous import _loc_scale_path, _normal
 from ..core.facts import note, noted, remember
-from ..numpy import rules as R
+from ..core import rewrites
 from .parallel import THREADS, _loc_scale_path_flat, _pool, in_chunks
 from .primitives import PARALLEL_MIN, readonly_flat
 
@@ -661,4 +661,5 @@ def normal_score_pair(w, x, loc, scale, k, t, c, want_loc, want_scale):
     return d_loc, d_scale
 
 
-R.LARGE_PASSES.update(square=square, square_vjp=square_vjp)  # (see scg/numpy/rules.py)
+rewrites.register("square", square)  # (for the numpy rules: scg/core/rewrites.py)
+rewrites.register("square_vjp", square_vjp)

@@ -2,8 +2,8 @@
 
 - The logistic sigmoid, which numpy computes in four ufunc calls inside an error-state
   change (exp(-x) overflows, harmlessly, for x < -709): about 2 us on ten entries against
-  a fraction of that in one loop. The numpy rules take it through SMALL_PASSES (filled
-  here: this layer sits above them).
+  a fraction of that in one loop. The numpy rules take it through scg/core/rewrites.py
+  (registered here: this layer sits above them).
 - The leave-one-out advantage of a few draws' costs (four numpy calls), for
   `scg.baselines.LeaveOneOut`.
 
@@ -15,7 +15,7 @@ import math
 import numpy as np
 from numba import njit
 
-from ..numpy import rules as R
+from ..core import rewrites
 from .primitives import entry_point
 
 SMALL = 4096  # entries below which one compiled loop beats numpy's calls
@@ -75,4 +75,4 @@ def loo_advantage(q):
     return out
 
 
-R.SMALL_PASSES.update(sigmoid=sigmoid)  # (see scg/numpy/rules.py)
+rewrites.register("sigmoid", sigmoid)  # (for the numpy rules: scg/core/rewrites.py)

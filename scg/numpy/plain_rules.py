@@ -9,6 +9,7 @@ order the traced rules.
 
 import numpy as np
 
+from ..core import rewrites
 from ..core.tape import defvjp_plain
 from ..core.facts import LARGE
 from . import rules as R
@@ -30,7 +31,7 @@ defvjp_plain(R.negative, lambda g, ans, a: np.negative(g))
 def _power_base(g, ans, a, b):
     if isinstance(b, (int, float)):  # then g has a's shape
         if b == 2:
-            fused = R.LARGE_PASSES["square_vjp"]
+            fused = rewrites.get("square_vjp")
             if fused is not None and getattr(a, "size", 0) >= LARGE:
                 out = fused(g, a)  # (the same products in one pass on the threads)
                 if out is not None:

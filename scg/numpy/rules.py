@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 
+from ..core import rewrites
 from ..core.lowering import INLINE
 from ..core.tape import Box, Primitive, Tracer, defvjp, strip
 from ..errors import TracingError
@@ -17,13 +18,9 @@ from ..core.facts import LARGE, known_sum, remember
 
 EW = "elementwise"
 
-# Passes over large arrays split between threads, for the primitives below: installed by
-# scg.kernels.fused, which sits above this layer (None: numpy alone). Each returns None
-# for an array it does not take.
-LARGE_PASSES = {"square": None, "square_vjp": None}
-# One compiled loop instead of several numpy calls on small arrays: installed by
-# scg.kernels.small (None: numpy alone; each returns None for an array it does not take).
-SMALL_PASSES = {"sigmoid": None}
+# Passes over large arrays split between threads ("square", "square_vjp"), and one
+# compiled loop instead of several numpy calls on small arrays ("sigmoid"): offered by the
+# kernels layer, which sits above this one, through scg/core/rewrites.py (None: numpy alone).
 
 
 def prim(name, fn, kind="smooth", doc=None, batch=None):
@@ -224,8 +221,9 @@ negative = prim("negative", np.negative, batch=EW)
 def _power(a, b):
     # ndarray ** b has numpy's fast paths (b = 2 is a square); np.power has not
     if type(a) is np.ndarray:
-        if type(b) in _NUMBERS and b == 2 and a.size >= LARGE and LARGE_PASSES["square"]:
-            out = LARGE_PASSES["square"](a)  # (a * a on the kernel threads)
+        if type(b) in _NUMBERS and b == 2 and a.size >= LARGE:
+            fused = rewrites.get("square")  # (a * a on the kernel threads)
+            out = fused(a) if fused is not None else None
             if out is not None:
                 return out
         return a ** b
@@ -1350,7 +1348,7 @@ einsum.vjps = _EinsumRules(_einsum_piece)
 
 
 def _sigmoid(x):
-    small = SMALL_PASSES["sigmoid"]
+    small = rewrites.get("sigmoid")
     if small is not None:
         out = small(x)
         if out is not None:
