@@ -139,6 +139,12 @@ class Distribution:
         """Map noise to a draw, differentiably in the parameters."""
         raise NotImplementedError(f"{type(self).__name__} has no reparameterization path")
 
+    def fresh_path(self, noise, path, rng):
+        """`path(noise())`: the traced draw of fresh noise from `rng`, where `noise()`
+        draws the site's noise and `path` maps it (a family may keep less of the noise
+        for the derivatives: Normal's draws it again)."""
+        return path(noise())
+
     def _sample(self, rng, shape):
         raise NotImplementedError
 

@@ -4,13 +4,13 @@ import math
 
 import numpy as np
 
-from ..core.tape import Box, Primitive, Tracer, defvjp, strip
+from ..core.tape import Box, Primitive, Tracer, defvjp, strip, unkept
 from ..kernels import continuous as K
 from ..kernels import fused as F
 from ..kernels import parallel as P
 from ..kernels.primitives import kernel_primitives
 from ..numpy import rules as R
-from .location_scale import LocationScale
+from .location_scale import LocationScale, loc_scale_path
 
 normal_log_prob, normal_dlogp = kernel_primitives(
     "normal_log_prob", K.normal_density, K.normal_density_twin, 3, flat=P.normal_density_flat)
@@ -87,6 +87,25 @@ class Normal(LocationScale):
             if out is not None:
                 return out
         return super().path(noise)
+
+    def fresh_path(self, noise, path, rng):
+        """For a large draw whose noise numba draws from PCG64, the tape keeps where the
+        noise was drawn instead of the noise (`fused.DrawnAgain`): the scale's derivative
+        draws it again, and the noise's memory serves the gradients (one array of n fewer
+        at the peak)."""
+        if not F.numba_draws(rng):
+            return path(noise())
+        with F.positions_of_draws() as taken:
+            eps = noise()
+        x = path(eps)
+        if len(taken) == 1 and type(eps) is np.ndarray and taken[0][1] == eps.shape and \
+                type(taken[0][0]) is bytes and eps.size >= F.REUSE_MIN:
+            box = getattr(x, "value", None)  # (the per-draw value's traced array)
+            if type(box) is Box and box.prim is loc_scale_path and box.args[0] is eps and \
+                    type(box.value) is np.ndarray:
+                box.args = (F.DrawnAgain(taken[0][0], eps.shape),) + tuple(box.args[1:])
+                unkept(eps)
+        return x
 
     def log_prob(self, value):
         return normal_log_prob(value, self.loc, self.scale)

@@ -16,6 +16,7 @@ import numpy as np
 from ..errors import BiasWarning, EstimatorError
 from ..kernels import small
 from ..kernels.parallel import loo_advantage
+from ..numpy import rules as R
 
 
 class Baseline:
@@ -36,8 +37,19 @@ class Baseline:
         raise NotImplementedError
 
     def advantage(self, q, state):
-        """q - b; a baseline may override it with a cheaper formula."""
+        """q - b: the weight of each draw's score in the estimate, the protocol's hook (a
+        baseline may override it with a cheaper formula, or with a weight of its own)."""
         return q - self.value(q, state)
+
+    def affine(self, q):
+        """(k, t) when the advantage is q * k - t for a number k and an array t that need
+        no state (a fused pass then forms it itself), else None."""
+        return None
+
+    def paired(self, q, first_order):
+        """For antithetic pairs: the advantage (first_order) or the baseline, if this
+        baseline treats a draw's pair specially (None: as for any other draw)."""
+        return None
 
     def update(self, q, state):
         pass
@@ -93,6 +105,24 @@ class LeaveOneOut(Baseline):
         a = q * (n / (n - 1))
         a -= np.add.reduce(q, axis=0, keepdims=True) / (n - 1)  # (np.sum minus its wrapper)
         return a
+
+    def affine(self, q):
+        # q - (sum - q) / (n - 1) = q * n / (n - 1) - sum / (n - 1)
+        self._check(q)
+        n = q.shape[0]
+        return n / (n - 1), R.sum_(q) / (n - 1)
+
+    def paired(self, q, first_order):
+        # (draw i's pair depends on its noise: the mean of the draws outside the pair)
+        n = q.shape[0]
+        if n < 4:
+            raise EstimatorError("the leave-one-out baseline with antithetic pairs needs "
+                                 "n >= 4 draws (two pairs); raise n or use MovingAverage()")
+        half = n // 2
+        pair = q[:half] + q[half:]
+        pair = np.concatenate([pair, pair], axis=0)
+        b = (np.sum(q, axis=0, keepdims=True) - pair) / (n - 2)
+        return q - b if first_order else b
 
     def describe(self):
         return "leave-one-out: the mean of the other n - 1 draws"

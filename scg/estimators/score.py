@@ -12,7 +12,7 @@ from ..distributions.base import family_of
 from ..errors import BiasWarning, EstimatorError
 from .antithetic import check_antithetic
 from .base import Estimator
-from .baselines import LeaveOneOut, as_baseline
+from .baselines import Baseline, as_baseline
 from .terms import linear_term, magic_box
 from ..numpy import rules as R
 
@@ -72,9 +72,8 @@ class Score(Estimator):
         if b is None:
             return q if ctx.first_order else None
         state = ctx.baseline_state(site.name)
-        if self.antithetic and isinstance(b, LeaveOneOut):
-            out = _leave_pair_out(q, ctx.first_order)
-        else:
+        out = b.paired(q, ctx.first_order) if self.antithetic else None
+        if out is None:
             # (one recorded operation under scg.jit: replays read the state as it is then)
             out = effects.stateful(b.advantage if ctx.first_order else b.value, q,
                               effects.State(state))
@@ -124,18 +123,15 @@ class Score(Estimator):
             total = value if total is None else total + value
         q = np.broadcast_to(np.asarray(total, dtype=float), (ctx.trace.rows,))
         b = self.baseline
-        if type(b) is LeaveOneOut and not self.antithetic:
-            # the advantage q - (sum - q) / (n - 1) = q * k - t, with k = n / (n - 1) and
-            # t = sum / (n - 1) as `LeaveOneOut.advantage` computes it, formed inside the
-            # term's pass instead of as an array; the checks and the (empty) update as
-            # in `_weights`
-            b._check(q)
+        affine = b.affine(q) if b is not None and not self.antithetic else None
+        if affine is not None:
+            # the advantage q * k - t (leave-one-out's), formed inside the term's pass
+            # instead of as an array; the checks and the (empty) update as in `_weights`
             state = ctx.baseline_state(site.name)
             ctx.check_baseline(site.name, b, q, state)
             ctx.update_baseline(site.name, b, q, state)
-            n = q.shape[0]
-            return score_term(x, params, q, 1.0 / ctx.n, k=n / (n - 1),
-                              t=R.sum_(q) / (n - 1))
+            k, t = affine
+            return score_term(x, params, q, 1.0 / ctx.n, k=k, t=t)
         return score_term(x, params, self._weights(site, ctx, q), 1.0 / ctx.n)
 
     def dice_log_prob(self, site, ctx):
@@ -159,7 +155,7 @@ class Score(Estimator):
         text = f"score, baseline: {b.describe() if b is not None else 'none'}"
         if self.antithetic:
             text += ", antithetic pairs (draw i + n/2 mirrors draw i)"
-            if isinstance(b, LeaveOneOut):
+            if type(b).paired is not Baseline.paired:
                 text += "; the baseline leaves out the draw's pair"
         return text
 
@@ -181,17 +177,3 @@ class Score(Estimator):
     def __repr__(self):
         extra = ", antithetic=True" if self.antithetic else ""
         return f"Score(baseline={self.baseline!r}{extra})"
-
-
-def _leave_pair_out(q, first_order):
-    """The leave-one-out baseline for antithetic pairs: draw i's baseline is the mean of
-    the draws outside its pair (i, i + n/2), which depend on draw i's noise."""
-    n = q.shape[0]
-    if n < 4:
-        raise EstimatorError("the leave-one-out baseline with antithetic pairs needs n >= 4 "
-                             "draws (two pairs); raise n or use MovingAverage()")
-    half = n // 2
-    pair = q[:half] + q[half:]
-    pair = np.concatenate([pair, pair], axis=0)
-    b = (np.sum(q, axis=0, keepdims=True) - pair) / (n - 2)
-    return q - b if first_order else b

@@ -15,17 +15,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..core import effects
-from ..core.tape import Box, Tracer, kept, read_only, strip, unkept
+from ..core.tape import Box, Tracer, kept, read_only, strip
 from ..distributions._util import own_draws
 from ..distributions.base import Distribution, family_of
-from ..distributions.location_scale import loc_scale_path
-from ..distributions.normal import Normal
 from ..errors import EstimatorError, TracingError
 from ..estimators import Estimator, as_estimator, auto
 from ..estimators.antithetic import antithetic_noise
-from ..kernels import fused as F
 from ..kernels.parallel import count_nonfinite
-from ..numpy import rules as R
 from .memory import check_fits
 from .persample import NO_DEPS, Deps, PerSample, lift
 from .plates import label_draw
@@ -355,24 +351,13 @@ class SiteDraw:
         return self._draw(lambda dist, rng, shape: dist.noise(rng, shape))
 
     def noise_path(self):
-        """`path(noise())`, the traced draw along the sampling path. For a large draw of a
-        Normal whose noise numba draws from PCG64, the tape keeps where the noise was drawn
-        instead of the noise (`fused.DrawnAgain`): the scale's derivative draws it again,
-        and the noise's memory serves the gradients (one array of n fewer at the peak)."""
-        if self.antithetic or self.copies or effects.sees_operations() or \
-                type(family_of(self.dist)) is not Normal or not F.numba_draws(self.rng):
+        """`path(noise())`, the traced draw along the sampling path; a family may keep less
+        of the noise for the derivatives (`Distribution.fresh_path`), where the noise is
+        drawn once for this site's rows (no pairs, no copies) and no handler sees every
+        operation."""
+        if self.antithetic or self.copies or effects.sees_operations():
             return self.path(self.noise())
-        with F.positions_of_draws() as taken:
-            eps = self.noise()
-        x = self.path(eps)
-        if len(taken) == 1 and type(eps) is np.ndarray and taken[0][1] == eps.shape and \
-                type(taken[0][0]) is bytes and eps.size >= F.REUSE_MIN:
-            box = x.value if isinstance(x, PerSample) else None
-            if type(box) is Box and box.prim is loc_scale_path and box.args[0] is eps and \
-                    type(box.value) is np.ndarray:
-                box.args = (F.DrawnAgain(taken[0][0], eps.shape),) + tuple(box.args[1:])
-                unkept(eps)
-        return x
+        return family_of(self.dist).fresh_path(self.noise, self.path, self.rng)
 
     def per_draw(self, value):
         """A plain array of physical shape (rows, ...) as a per-draw value of this run, for
