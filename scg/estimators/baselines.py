@@ -54,6 +54,10 @@ class Baseline:
     def update(self, q, state):
         pass
 
+    def formula(self, cost):
+        """The advantage as explain() writes it, for the costs `cost`."""
+        return f"({cost} - b)"
+
     def describe(self):
         return type(self).__name__
 
@@ -185,6 +189,78 @@ class Mean(Baseline):
         return "the mean of all n draws, including the draw itself (biased)"
 
 
+class GRPO(Baseline):
+    """The group-normalized advantage of GRPO: (q_i - mean(q)) / (std(q) + eps).
+
+    The group is the expectation's n draws (per plate element): the mean includes draw i
+    itself and the standard deviation (ddof=1, as torch.std and TRL) depends on every
+    draw, so the estimate is knowingly biased: its expectation is not the gradient of
+    E[cost]. The mean alone scales that gradient by (n - 1) / n; the division reweights
+    each group by 1 / std. One `scg.BiasWarning` per expectation says so; `explain()`
+    marks the site biased. Use 'loo' (RLOO) for an unbiased estimate.
+
+    Args:
+        scale: "group" (each group's std, per plate element), "batch" (one std over all
+            draws and plate elements), or None (no division: Dr. GRPO).
+        eps: added to the std after the square root.
+    """
+
+    biased = True
+
+    def __init__(self, scale="group", eps=1e-4):
+        if scale not in ("group", "batch", None):
+            raise ValueError(f"GRPO: scale must be 'group', 'batch' or None, got {scale!r}")
+        if isinstance(eps, bool) or not isinstance(eps, (int, float, np.floating)) or \
+                not eps >= 0.0:
+            raise ValueError(f"GRPO: eps must be a number >= 0, got {eps!r}")
+        self.scale = scale
+        self.eps = float(eps)
+
+    def advantage(self, q, state):
+        n = q.shape[0]
+        if n < 2:
+            raise EstimatorError("the GRPO baseline normalizes within a group of draws and "
+                                 "needs n >= 2; raise n (the group size)")
+        if not state.get("warned"):  # (once per expectation and site: the state is its)
+            state["warned"] = True
+            warnings.warn(self._bias(n), BiasWarning, stacklevel=2)
+        centered = q - np.add.reduce(q, axis=0, keepdims=True) / n
+        if self.scale is None:
+            return centered
+        if self.scale == "group":
+            std = np.sqrt(np.add.reduce(centered * centered, axis=0, keepdims=True) / (n - 1))
+        else:
+            std = np.std(q, ddof=1)
+        return centered / (std + self.eps)
+
+    def value(self, q, state):
+        raise EstimatorError("the GRPO baseline gives an advantage, not a value to subtract, "
+                             "and it is biased: it serves first derivatives only. Use 'loo' "
+                             "for higher orders")
+
+    def _bias(self, n):
+        scaled = {"group": "divides by each group's standard deviation, which depends on "
+                           "the draws and reweights the groups",
+                  "batch": "divides by the batch's standard deviation, which depends on "
+                           "the draws",
+                  None: "does not divide (Dr. GRPO)"}[self.scale]
+        return (f"the GRPO baseline is biased: it includes each draw in its group's mean "
+                f"(scaling the gradient by (n - 1) / n = {(n - 1) / n:.4g}) and {scaled}; "
+                "its expectation is not the gradient of the expected cost. Use "
+                "scg.Score('loo') (RLOO) for an unbiased estimate, or measure the bias with "
+                "scg.compare(..., reference=)")
+
+    def formula(self, cost):
+        if self.scale is None:
+            return f"({cost} - group mean)"
+        return f"({cost} - group mean) / ({self.scale} std + eps)"
+
+    def describe(self):
+        what = {"group": "/ (group std + eps)", "batch": "/ (batch std + eps)",
+                None: "(Dr. GRPO: no division)"}[self.scale]
+        return f"GRPO: (q - group mean) {what}, eps {self.eps:g} (biased)"
+
+
 def warn_if_own_draw_counts(baseline, q, state, site):
     """Warn (BiasWarning) when the baseline of draw 0 moves with draw 0's own cost.
 
@@ -220,7 +296,7 @@ def as_baseline(spec):
         return spec
     if isinstance(spec, str):
         named = {"loo": LeaveOneOut, "leave-one-out": LeaveOneOut, "mean": Mean,
-                 "moving_average": MovingAverage}
+                 "moving_average": MovingAverage, "grpo": GRPO}
         if spec in named:
             return named[spec]()
         raise ValueError(f"unknown baseline {spec!r}; use None, a number, 'loo', 'mean' or "

@@ -39,7 +39,14 @@ class Score(Estimator):
 
     def __init__(self, baseline=None, antithetic=False):
         self.baseline = as_baseline(baseline)
+        if not isinstance(antithetic, (bool, np.bool_)):
+            raise TypeError(f"Score: antithetic must be True or False, got {antithetic!r}")
         self.antithetic = bool(antithetic)
+
+    @property
+    def biased(self):
+        """Knowingly biased when its baseline is (GRPO, the batch mean)."""
+        return self.baseline is not None and self.baseline.biased
 
     def check(self, name, dist):
         if self.antithetic:
@@ -169,9 +176,9 @@ class Score(Estimator):
         if parents:
             lines.append(f"log p({site.name}) passes pathwise gradients to "
                          f"{', '.join(parents)} through its parameters")
-        down = [c.name for c in trace.downstream_costs(site)] or ["no cost"]
-        b = " - b" if self.baseline is not None else ""
-        lines.append(f"grad log p({site.name}) * ({' + '.join(down)}{b})")
+        down = " + ".join([c.name for c in trace.downstream_costs(site)] or ["no cost"])
+        weight = self.baseline.formula(down) if self.baseline is not None else f"({down})"
+        lines.append(f"grad log p({site.name}) * {weight}")
         return lines
 
     def __repr__(self):
