@@ -8,9 +8,10 @@ from .jit import jit
 from .distributions import *  # noqa: F401,F403  (every family: scg.Normal, scg.Bernoulli, ...)
 from .errors import (BiasWarning, EstimatorError, NoGradientPathError, RandomnessWarning,
                      TracingError)
-from .estimators import (DisARM, Enumerate, Estimator, GumbelSoftmax, MeasureValued, Pathwise,
-                         Score, baselines)
+from .estimators import (VIMCO, DisARM, Enumerate, Estimator, GumbelSoftmax, MeasureValued,
+                         Pathwise, Score, baselines)
 from .stochastic.expectation import Expectation, GradSamples, expectation, trace
+from .stochastic.multisample import logmeanexp
 from .stochastic.sites import blackbox, cost, plate, sample
 from .stochastic.trace import Trace
 from .numpy.rules import (log_softmax, logsumexp, relu, sigmoid, softmax, softplus,
@@ -19,7 +20,8 @@ from .numpy.rules import (log_softmax, logsumexp, relu, sigmoid, softmax, softpl
 __all__ = list(distributions.__all__) + [
     "grad", "value_and_grad", "jit", "jacobian", "hessian", "hvp", "stop_gradient",
     "sigmoid", "softplus", "relu", "logsumexp", "softmax", "log_softmax", "take",
-    "sample", "cost", "plate", "blackbox", "expectation", "grad_samples", "trace",
+    "sample", "cost", "plate", "blackbox", "logmeanexp", "expectation", "grad_samples",
+    "trace", "VIMCO",
     "Expectation", "GradSamples", "Trace", "Pathwise", "Score", "Enumerate", "DisARM",
     "GumbelSoftmax", "MeasureValued", "baselines",
     "TracingError", "EstimatorError", "NoGradientPathError", "BiasWarning", "RandomnessWarning",

@@ -12,6 +12,7 @@ from .measure_valued import MeasureValued
 from .pathwise import Pathwise
 from .score import Score
 from .terms import linear_term, magic_box
+from .vimco import VIMCO
 
 _NAMED = {"pathwise": Pathwise, "score": Score}
 
@@ -34,4 +35,4 @@ def as_estimator(spec):
 
 
 __all__ = ["DisARM", "Enumerate", "Estimator", "GumbelSoftmax", "MeasureValued", "Pathwise",
-           "Score", "as_estimator", "baselines", "linear_term", "magic_box"]
+           "Score", "VIMCO", "as_estimator", "baselines", "linear_term", "magic_box"]

@@ -55,6 +55,7 @@ class Trace(effects.Handler):
         self._reached = set()
         self.sites = {}
         self.cost_sites = {}
+        self.bounds = []  # the run's scg.logmeanexp bounds (multisample.py)
         self.plates = ()  # the plates open now, outermost first
         self.plated = False  # has a plate been open in this run
         self.bytes_estimate = 0  # (see memory.check_fits)

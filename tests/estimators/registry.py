@@ -77,10 +77,41 @@ def _choice_exact(theta):
     return (p / p.sum()) @ _TABLE ** 2
 
 
+# an importance-weighted bound: K = 3 particles of two coins, log-weights
+# log p(x, z) - log q(z), the bound enumerated over the 4^3 particle assignments
+_K = 3
+_LOG_JOINT = np.array([[-1.2, 0.4], [-0.3, -2.0]])
+_PAIRS = np.array(list(itertools.product([0.0, 1.0], repeat=2)))
+
+
+def _iwae(estimator):
+    def model(theta):
+        with scg.plate("particles", _K):
+            q = scg.Bernoulli(logits=np.broadcast_to(theta, (_K, 2))).to_event(1)
+            z = scg.sample("z", q, estimator=estimator)
+            a, b = z[..., 0], z[..., 1]
+            log_joint = (_LOG_JOINT[0, 0] * (1 - a) * (1 - b) + _LOG_JOINT[0, 1] * (1 - a) * b
+                         + _LOG_JOINT[1, 0] * a * (1 - b) + _LOG_JOINT[1, 1] * a * b)
+            log_w = log_joint - q.log_prob(z)
+        return -scg.logmeanexp(log_w, plate="particles")
+    return model
+
+
+def _iwae_exact(theta):
+    log_q = np.sum(_PAIRS * theta - np.logaddexp(0.0, theta), axis=-1)
+    log_w = _LOG_JOINT[_PAIRS[:, 0].astype(int), _PAIRS[:, 1].astype(int)] - log_q
+    total = 0.0
+    for ks in itertools.product(range(4), repeat=_K):
+        ks = list(ks)
+        total += np.exp(np.sum(log_q[ks])) * -(np.logaddexp.reduce(log_w[ks]) - np.log(_K))
+    return total
+
+
 MODELS = {m.name: m for m in (
     Model("normal", _normal, np.array([0.7, 1.3]), _normal_exact),
     Model("coins", _coins, np.array([-0.4, 0.3, 1.1]), _coins_exact),
     Model("choice", _choice, np.array([0.2, -0.3, 0.5, 0.0]), _choice_exact),
+    Model("iwae", _iwae, np.array([0.4, -0.7]), _iwae_exact),
 )}
 
 
@@ -123,8 +154,9 @@ class Case:
 
 
 ESTIMATORS = [
-    Case("score", lambda: scg.Score(), ("normal", "coins", "choice"), second_order=True),
-    Case("score_loo", lambda: scg.Score("loo"), ("normal", "coins", "choice"),
+    Case("score", lambda: scg.Score(), ("normal", "coins", "choice", "iwae"),
+         second_order=True),
+    Case("score_loo", lambda: scg.Score("loo"), ("normal", "coins", "choice", "iwae"),
          second_order=True),
     Case("score_moving_average", lambda: scg.Score(scg.baselines.MovingAverage(0.9)),
          ("normal", "coins", "choice"), second_order=True),
@@ -144,6 +176,7 @@ ESTIMATORS = [
     Case("gumbel_softmax_hard", lambda: scg.GumbelSoftmax(temperature=0.5, hard=True),
          ("coins", "choice"), unbiased=False),
     Case("hand_written_loo", HandWrittenLeaveOneOut, ("normal", "coins", "choice")),
+    Case("vimco", lambda: scg.VIMCO(), ("iwae",)),
 ]
 
 

@@ -1,0 +1,143 @@
+"""VIMCO: the leave-one-out control variate of a multi-sample bound (Mnih and Rezende 2016).
+
+For K particles z_1..z_K in a plate and the bound L = log (1/K) sum_k exp(w_k) downstream
+(`scg.logmeanexp` over that plate), particle j's score is weighted by its costs minus
+a L_{-j}, where L_{-j} is the bound with w_j replaced by the mean of the other particles'
+log-weights and `a` the bound's weight in the cost. L_{-j} does not depend on z_j, so the
+estimate stays unbiased; it is close to L, so the score's weight becomes the particle's
+own contribution to the bound, not the bound itself.
+"""
+
+import numpy as np
+
+from ..core import effects
+from ..errors import EstimatorError
+from .score import Score
+from .terms import linear_term
+
+
+class VIMCO(Score):
+    """The score function with VIMCO's per-particle control variate.
+
+    For a site inside the plate of a `scg.logmeanexp` bound downstream of it (K >= 2
+    particles, the bound one number per draw, its own cost or a multiple of one). First
+    derivatives only.
+
+    Example:
+        >>> with scg.plate("particles", K):
+        ...     z = scg.sample("z", scg.Bernoulli(logits=phi), estimator=scg.VIMCO())
+        ...     log_w = log_joint(x, z) - scg.Bernoulli(logits=phi).log_prob(z)
+        >>> return -scg.logmeanexp(log_w, plate="particles")
+    """
+
+    name = "vimco"
+
+    def __init__(self):
+        super().__init__(baseline=None)
+
+    def term(self, site, ctx):
+        if not ctx.has_downstream(site):
+            return None
+        bound = self._bound(site, ctx)
+        w = bound.plain_log_weights()
+        if len(w.shape) != 2:
+            raise EstimatorError(
+                f"site {site.name!r}: scg.VIMCO() needs the bound over plate "
+                f"{bound.plate.name!r} to be one number per draw (its log-weights of shape "
+                f"(K,) per draw, not {w.shape[1:]}); sum other axes into the log-weights, or "
+                "use scg.Score('loo')")
+        weight = self._weight_in_costs(site, ctx, bound)
+        q = ctx.q(site)
+        if q.shape != w.shape:
+            raise EstimatorError(
+                f"site {site.name!r}: scg.VIMCO() serves a site in the bound's plate "
+                f"{bound.plate.name!r} and no other plate, without copies of the run (its "
+                f"costs per draw have shape {q.shape[1:]}, its particles {w.shape[1:]})")
+        advantage = q - weight * effects.opaque(leave_one_out_bounds, w)
+        return linear_term(ctx.log_prob(site), ctx.spread(advantage, site), 1.0 / ctx.n)
+
+    def _bound(self, site, ctx):
+        for bound in ctx.trace.bounds:
+            lw = bound.log_weights
+            if bound.plate in site.plates and site.name in lw.deps.up and \
+                    (bound.plate, site.name) not in lw.mixed:
+                if bound.plate.size < 2:
+                    raise EstimatorError(f"site {site.name!r}: scg.VIMCO() needs K >= 2 "
+                                         f"particles; plate {bound.plate.name!r} has 1")
+                return bound
+        plates = ", ".join(repr(p.name) for p in site.plates) or "none"
+        raise EstimatorError(
+            f"site {site.name!r}: scg.VIMCO() builds its control variate from a multi-sample "
+            f"bound over the site's plate, and none is downstream of it (its plates: "
+            f"{plates}). Draw the particles in a plate, compute their log-weights inside it, "
+            "and return -scg.logmeanexp(log_w, plate=...) over that plate; or use "
+            "scg.Score('loo')")
+
+    def _weight_in_costs(self, site, ctx, bound):
+        """a: the sum of the multiples of the bound among the site's downstream costs."""
+        L = bound.plain_result()
+        total, found = 0.0, False
+        for c in ctx.trace.downstream_costs(site):
+            # (one operation of plain values, and a check every later run meets too)
+            fit = effects.opaque(_fit_multiple, effects.asarray(
+                getattr(c.value, "value", c.value), dtype=float), L)
+            if effects.check(_fits, fit, f"cost {c.name!r} a multiple of the bound"):
+                total = fit[0] if not found else total + fit[0]
+                found = True
+        if not found:
+            raise EstimatorError(
+                f"site {site.name!r}: no cost downstream of it is a multiple of the bound "
+                f"scg.logmeanexp(..., plate={bound.plate.name!r}), so scg.VIMCO() cannot "
+                "weigh its control variate; give the bound a cost of its own (return -bound, "
+                "or scg.cost('bound', -bound)) and the rest of the objective another")
+        return total
+
+    def dice_log_prob(self, site, ctx):
+        self.unsupported_order(site)
+
+    def dice_term(self, site, ctx):
+        return None
+
+    def describe(self, site):
+        return ("VIMCO: score function, each particle's cost minus the bound with its "
+                "log-weight replaced by the mean of the others'")
+
+    def explain_terms(self, site, trace):
+        down = " + ".join(c.name for c in trace.downstream_costs(site)) or "no cost"
+        return [f"grad log p({site.name}_j) * ({down} - a L_-j), L_-j the bound with "
+                f"log w_j replaced by the mean of the other particles' log-weights"]
+
+    def __repr__(self):
+        return "VIMCO()"
+
+
+def _fit_multiple(v, L):
+    """[a, 1] if the cost v (rows, ...) summed per draw is a * L, else [a, 0]."""
+    per_draw = np.broadcast_to(v.reshape(v.shape[:1] + (-1,)).sum(axis=1) if v.ndim else v,
+                               L.shape)
+    scale = float(np.dot(per_draw, L) / np.dot(L, L)) if np.any(L) else 0.0
+    ok = np.allclose(per_draw, scale * L, rtol=1e-10, atol=1e-12 * np.max(np.abs(L)))
+    return np.array([scale, 1.0 if ok else 0.0])
+
+
+def _fits(fit):
+    return fit[1] == 1.0
+
+
+def leave_one_out_bounds(w):
+    """L_{-j} for each particle j of each draw: log-weights w (rows, K) -> (rows, K)."""
+    rows, K = w.shape
+    mean_others = (w.sum(axis=1, keepdims=True) - w) / (K - 1)
+    top = np.argmax(w, axis=1)
+    m1 = w[np.arange(rows), top][:, None]
+    s1 = np.exp(w - m1).sum(axis=1, keepdims=True)
+    # the others' log-sum-exp: for j not the largest, S1 - exp(w_j - m1) >= 1 (no
+    # cancellation: the largest term stays); for the largest, computed without it
+    with np.errstate(divide="ignore"):
+        others = m1 + np.log(s1 - np.exp(w - m1))
+    masked = np.array(w)
+    masked[np.arange(rows), top] = -np.inf
+    m2 = masked.max(axis=1)
+    s2 = np.exp(masked - m2[:, None]).sum(axis=1)
+    others[np.arange(rows), top] = m2 + np.log(s2)
+    return np.logaddexp(others, mean_others) - np.log(K)

@@ -1,0 +1,78 @@
+"""Multi-sample bounds: `scg.logmeanexp` over the particles of a plate.
+
+An importance-weighted (IWAE) bound draws K particles as a plate and averages their
+weights inside the log: log (1/K) sum_k exp(log_w_k). `logmeanexp` computes it stably
+over the plate's axis of a per-draw value; the result combines the plate's elements (a
+cost of it lies outside the plate). The run keeps each such bound with its log-weights,
+so that an estimator built on its structure (`scg.VIMCO`) can find them.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..core import effects
+from ..numpy import rules as R
+from .persample import PerSample
+from .sites import current_run
+
+
+@dataclass
+class Bound:
+    """A logmeanexp in a run: its plate, its log-weights (the per-draw value it was given)
+    and its result."""
+
+    plate: object
+    log_weights: PerSample
+    result: object
+
+    def plain_log_weights(self):
+        """The log-weights as a plain array (rows, *other axes, K): the plate's axis last."""
+        axis = next(k for k, label in enumerate(self.log_weights.axes) if self.plate in label)
+        return effects.opaque(_plate_axis_last, effects.asarray(self.log_weights.value,
+                                                                dtype=float), axis + 1)
+
+    def plain_result(self):
+        """The bound's value as a plain array (rows, *other axes)."""
+        v = self.result.value if isinstance(self.result, PerSample) else self.result
+        return effects.asarray(v, dtype=float)
+
+
+def _plate_axis_last(w, axis):
+    return np.moveaxis(w, axis, -1)
+
+
+def logmeanexp(value, plate):
+    """log(mean(exp(value))) over the elements of plate `plate`, computed stably.
+
+    Args:
+        value: a per-draw value with an axis along the plate (computed inside it).
+        plate: the plate's name.
+
+    Returns:
+        The value with the plate's axis reduced: it combines the plate's elements.
+
+    Example:
+        >>> with scg.plate("particles", K):
+        ...     z = scg.sample("z", q, estimator=scg.VIMCO())
+        ...     log_w = log_joint(x, z) - q.log_prob(z)
+        >>> bound = scg.logmeanexp(log_w, plate="particles")
+    """
+    run = current_run(f"scg.logmeanexp(..., plate={plate!r})")
+    if not isinstance(plate, str):
+        raise TypeError(f"scg.logmeanexp: plate is the plate's name (a str), got {plate!r}")
+    if not isinstance(value, PerSample) or value.level != run.level:
+        raise ValueError(f"scg.logmeanexp(..., plate={plate!r}): the value does not vary "
+                         "between draws, so it has no axis along the plate; compute it from "
+                         "the plate's sites, inside `with scg.plate(...)`")
+    axis = next((k for k, label in enumerate(value.axes)
+                 if any(p.name == plate for p in label)), None)
+    if axis is None:
+        along = sorted({p.name for p in value.plates}) or ["none"]
+        raise ValueError(f"scg.logmeanexp(..., plate={plate!r}): the value lies along no axis "
+                         f"of plate {plate!r} (its plates: {', '.join(along)}); compute it "
+                         "per element, inside the plate, from the plate's sites")
+    frame = next(p for p in value.axes[axis] if p.name == plate)
+    result = R.subtract(R.logsumexp(value, axis=axis), np.log(frame.size))
+    run.bounds.append(Bound(frame, value, result))
+    return result
