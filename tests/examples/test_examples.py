@@ -100,3 +100,14 @@ def test_digits_vae(tmp_path):
     for c in out["curves"].values():
         assert c[-1, 2] > c[0, 2]                          # the ELBO goes up
     assert pngs(tmp_path) == ["digits_vae_training.png"]
+
+
+def test_grpo_bandit(tmp_path):
+    out = load("grpo_bandit").main(groups=600, out_dir=tmp_path)
+    assert out["RLOO"]["max_z"] < 5                                # unbiased
+    assert abs(out["RLOO"]["size"] - 1.0) < 0.1
+    assert abs(out["Dr. GRPO (no std)"]["size"] - 7 / 8) < 0.1     # (G - 1) / G
+    assert out["Dr. GRPO (no std)"]["cosine"] > 0.99               # the right direction
+    assert out["GRPO (group std)"]["cosine"] < 0.9                 # the group std turns it
+    assert out["GRPO (group std)"]["max_z"] > 10                   # biased, measurably
+    assert pngs(tmp_path) == ["grpo_bandit.png"]
