@@ -223,6 +223,9 @@ def _reuse_last(log_prob):
         if kwargs or len(args) != 1 or not _is_per_draw(args[0]):
             return log_prob(self, *args, **kwargs)
         value = args[0]
+        proposal = getattr(value, "proposal", None)  # (a DReG site's draw: estimators/dreg.py)
+        if proposal is not None and proposal.matches(self):
+            return proposal.log_prob_held(self, value, log_prob)
         state = _state(self)
         last = self.__dict__.get("_last_log_prob")
         if last is not None and last[0] is log_prob and last[1] is value and \

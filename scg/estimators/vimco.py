@@ -46,7 +46,7 @@ class VIMCO(Score):
                 f"{bound.plate.name!r} to be one number per draw (its log-weights of shape "
                 f"(K,) per draw, not {w.shape[1:]}); sum other axes into the log-weights, or "
                 "use scg.Score('loo')")
-        weight = self._weight_in_costs(site, ctx, bound)
+        weight = bound_multiple(site, ctx, bound, "scg.VIMCO()")
         q = ctx.q(site)
         if q.shape != w.shape:
             raise EstimatorError(
@@ -73,25 +73,6 @@ class VIMCO(Score):
             "and return -scg.logmeanexp(log_w, plate=...) over that plate; or use "
             "scg.Score('loo')")
 
-    def _weight_in_costs(self, site, ctx, bound):
-        """a: the sum of the multiples of the bound among the site's downstream costs."""
-        L = bound.plain_result()
-        total, found = 0.0, False
-        for c in ctx.trace.downstream_costs(site):
-            # (one operation of plain values, and a check every later run meets too)
-            fit = effects.opaque(_fit_multiple, effects.asarray(
-                getattr(c.value, "value", c.value), dtype=float), L)
-            if effects.check(_fits, fit, f"cost {c.name!r} a multiple of the bound"):
-                total = fit[0] if not found else total + fit[0]
-                found = True
-        if not found:
-            raise EstimatorError(
-                f"site {site.name!r}: no cost downstream of it is a multiple of the bound "
-                f"scg.logmeanexp(..., plate={bound.plate.name!r}), so scg.VIMCO() cannot "
-                "weigh its control variate; give the bound a cost of its own (return -bound, "
-                "or scg.cost('bound', -bound)) and the rest of the objective another")
-        return total
-
     def dice_log_prob(self, site, ctx):
         self.unsupported_order(site)
 
@@ -109,6 +90,34 @@ class VIMCO(Score):
 
     def __repr__(self):
         return "VIMCO()"
+
+
+def bound_multiple(site, ctx, bound, who, every=False):
+    """a: the sum of the multiples of the bound among the site's downstream costs (with
+    `every`, each of them must be one)."""
+    L = bound.plain_result()
+    total, found = 0.0, False
+    for c in ctx.trace.downstream_costs(site):
+        # (one operation of plain values, and a check every later run meets too)
+        fit = effects.opaque(_fit_multiple, effects.asarray(
+            getattr(c.value, "value", c.value), dtype=float), L)
+        if effects.check(_fits, fit, f"cost {c.name!r} a multiple of the bound"):
+            total = fit[0] if not found else total + fit[0]
+            found = True
+        elif every:
+            raise EstimatorError(
+                f"site {site.name!r}: {who} weighs the derivative reaching the particles by "
+                f"their normalized weights, which is right for the bound only, and cost "
+                f"{c.name!r} downstream of the site is not a multiple of it; compute the "
+                "other costs from values that do not depend on the particles, or use "
+                "scg.Pathwise()")
+    if not found:
+        raise EstimatorError(
+            f"site {site.name!r}: no cost downstream of it is a multiple of the bound "
+            f"scg.logmeanexp(..., plate={bound.plate.name!r}), so {who} cannot weigh "
+            "its control variate; give the bound a cost of its own (return -bound, or "
+            "scg.cost('bound', -bound)) and the rest of the objective another")
+    return total
 
 
 def _fit_multiple(v, L):

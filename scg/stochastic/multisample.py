@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core import effects
+from ..estimators.dreg import normalized_weights
 from ..numpy import rules as R
 from .persample import PerSample
 from .sites import current_run
@@ -74,5 +75,16 @@ def logmeanexp(value, plate):
                          "per element, inside the plate, from the plate's sites")
     frame = next(p for p in value.axes[axis] if p.name == plate)
     result = R.subtract(R.logsumexp(value, axis=axis), np.log(frame.size))
-    run.bounds.append(Bound(frame, value, result))
+    bound = Bound(frame, value, result)
+    run.bounds.append(bound)
+    for proposal in run.proposals:  # (DReG sites whose particles this bound averages)
+        if frame in proposal.plates and proposal.name in value.deps.up and \
+                (frame, proposal.name) not in value.mixed:
+            w = bound.plain_log_weights()
+            if len(w.shape) != 2:
+                raise ValueError(
+                    f"site {proposal.name!r}: scg.Pathwise(dreg=True) needs the bound over "
+                    f"plate {plate!r} to be one number per draw (log-weights of shape (K,) "
+                    f"per draw, not {w.shape[1:]}); sum other axes into the log-weights")
+            proposal.fill(bound, effects.opaque(normalized_weights, w))
     return result

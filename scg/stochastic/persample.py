@@ -59,7 +59,7 @@ class PerSample(Tracer):
     reduction, a contraction or an index across the plate's axis, a black box): for that
     site's score, the value is not per element of that plate. See `scg.stochastic.plates`."""
 
-    __slots__ = ("value", "shape", "deps", "node", "axes", "mixed")
+    __slots__ = ("value", "shape", "deps", "node", "axes", "mixed", "proposal")
     __array_priority__ = 200.0
 
     def __init__(self, value, level, deps=NO_DEPS, node=None, axes=(), mixed=frozenset()):
@@ -70,6 +70,7 @@ class PerSample(Tracer):
         self.node = node  # graph node id when the run records operations
         self.axes = axes
         self.mixed = mixed
+        self.proposal = None  # (a DReG site's own draw: its Proposal, estimators/dreg.py)
 
     @property
     def plates(self):

@@ -181,7 +181,8 @@ def sample(name, dist, *, estimator="auto"):
     if not isinstance(dist, Distribution):
         raise TypeError(f"site {name!r}: expected a scg distribution, got {type(dist).__name__}")
     return _send(f"scg.sample({name!r}, ...)",
-                 effects.Message("sample", name, dist=_captured(dist), estimator=estimator))
+                 effects.Message("sample", name, dist=_captured(dist), estimator=estimator,
+                                 given=dist))
 
 
 class PlateHandler(effects.Handler):
@@ -238,6 +239,7 @@ def draw_site(run, msg):
               if isinstance(v, PerSample) and v.level == level]
     param_deps = Deps.merge([p.deps for p in params])
     d = SiteDraw(run, name, dist, level, param_deps, est.antithetic)
+    d.given = msg.fields.get("given", dist)  # (the distribution as the model gave it)
     with _no_recording():
         draw = est.draw(d)
     if isinstance(draw, PerSample):  # a draw with a derivative along its path
@@ -253,6 +255,7 @@ def draw_site(run, msg):
     axes, mixed = label_draw(dist, level, run.plates, run.sites) if run.plated \
         else ((), frozenset())
     out = PerSample(value, level, deps, axes=axes, mixed=mixed)
+    out.proposal = d.aux.get("proposal")  # (a DReG site's: see estimators/dreg.py)
     law = draw is d.handed_out  # (the law's own draws, whatever the estimator declares)
     site = Site(name, dist, out, est, reason, run.plates, param_deps, d.aux,
                 own_draws=law or est.promises("own_draws"),
@@ -358,6 +361,11 @@ class SiteDraw:
         if self.antithetic or self.copies or effects.sees_operations():
             return self.path(self.noise())
         return family_of(self.dist).fresh_path(self.noise, self.path, self.rng)
+
+    def rewrap(self, x, value):
+        """The per-draw value x (a traced draw) with its physical value replaced by `value`
+        (an operation of its own on it), the same dependencies."""
+        return PerSample(value, x.level, x.deps, axes=x.axes, mixed=x.mixed)
 
     def per_draw(self, value):
         """A plain array of physical shape (rows, ...) as a per-draw value of this run, for

@@ -56,6 +56,7 @@ class Trace(effects.Handler):
         self.sites = {}
         self.cost_sites = {}
         self.bounds = []  # the run's scg.logmeanexp bounds (multisample.py)
+        self.proposals = []  # the DReG sites' proposals, filled by the bounds (dreg.py)
         self.plates = ()  # the plates open now, outermost first
         self.plated = False  # has a plate been open in this run
         self.bytes_estimate = 0  # (see memory.check_fits)

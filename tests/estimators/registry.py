@@ -107,11 +107,47 @@ def _iwae_exact(theta):
     return total
 
 
+# the IWAE bound of a Gaussian model with K = 2 reparameterized particles: p(z) = N(0, 1),
+# p(x | z) = N(z + b, 1) at x = 1.3, q(z) = N(mu, exp(log_s)); the bound by Gauss-Hermite
+# quadrature over the two particles' noise
+_X = 1.3
+
+
+def _iwae_normal(estimator):
+    def model(theta):
+        mu, log_s, b = theta[0], theta[1], theta[2]
+        with scg.plate("particles", 2):
+            q = scg.Normal(mu * np.ones(2), np.exp(log_s) * np.ones(2))
+            z = scg.sample("z", q, estimator=estimator)
+            log_w = scg.Normal(0.0, 1.0).log_prob(z) + \
+                scg.Normal(z + b, 1.0).log_prob(_X) - q.log_prob(z)
+        return -scg.logmeanexp(log_w, plate="particles")
+    return model
+
+
+def _log_normal(v, mean, sd):
+    return -0.5 * ((v - mean) / sd) ** 2 - np.log(sd) - 0.5 * np.log(2 * np.pi)
+
+
+_NODES, _WEIGHTS = np.polynomial.hermite_e.hermegauss(60)
+_WEIGHTS = _WEIGHTS / _WEIGHTS.sum()
+
+
+def _iwae_normal_exact(theta):
+    mu, s, b = theta[0], np.exp(theta[1]), theta[2]
+    e1, e2 = np.meshgrid(_NODES, _NODES, indexing="ij")
+    weight = np.outer(_WEIGHTS, _WEIGHTS)
+    log_w = np.stack([_log_normal(z, 0.0, 1.0) + _log_normal(_X, z + b, 1.0)
+                      - _log_normal(z, mu, s) for z in (mu + s * e1, mu + s * e2)])
+    return -np.sum(weight * (np.logaddexp.reduce(log_w, axis=0) - np.log(2)))
+
+
 MODELS = {m.name: m for m in (
     Model("normal", _normal, np.array([0.7, 1.3]), _normal_exact),
     Model("coins", _coins, np.array([-0.4, 0.3, 1.1]), _coins_exact),
     Model("choice", _choice, np.array([0.2, -0.3, 0.5, 0.0]), _choice_exact),
     Model("iwae", _iwae, np.array([0.4, -0.7]), _iwae_exact),
+    Model("iwae_normal", _iwae_normal, np.array([0.2, -0.3, 0.4]), _iwae_normal_exact),
 )}
 
 
@@ -162,7 +198,8 @@ ESTIMATORS = [
          ("normal", "coins", "choice"), second_order=True),
     Case("score_antithetic", lambda: scg.Score(antithetic=True), ("normal",),
          second_order=True),
-    Case("pathwise", lambda: scg.Pathwise(), ("normal",), second_order=True),
+    Case("pathwise", lambda: scg.Pathwise(), ("normal", "iwae_normal"), second_order=True),
+    Case("pathwise_dreg", lambda: scg.Pathwise(dreg=True), ("iwae_normal",)),
     Case("pathwise_antithetic", lambda: scg.Pathwise(antithetic=True), ("normal",),
          second_order=True),
     Case("measure_valued", lambda: scg.MeasureValued(), ("normal", "coins", "choice")),

@@ -111,3 +111,12 @@ def test_grpo_bandit(tmp_path):
     assert out["GRPO (group std)"]["cosine"] < 0.9                 # the group std turns it
     assert out["GRPO (group std)"]["max_z"] > 10                   # biased, measurably
     assert pngs(tmp_path) == ["grpo_bandit.png"]
+
+
+def test_dreg_snr(tmp_path):
+    out = load("dreg_snr").main(Ks=(2, 8, 32), n=2000, out_dir=tmp_path)
+    plain, dreg = np.array(out["pathwise"]), np.array(out["DReG"])
+    assert plain[-1, 0] < 0.5 * plain[0, 0]           # the proposal's SNR falls with K
+    assert dreg[-1, 0] > 2.0 * dreg[0, 0]             # and rises under DReG
+    np.testing.assert_allclose(dreg[:, 2], plain[:, 2])  # the model's: the same
+    assert pngs(tmp_path) == ["dreg_snr.png"]
