@@ -120,3 +120,13 @@ def test_dreg_snr(tmp_path):
     assert dreg[-1, 0] > 2.0 * dreg[0, 0]             # and rises under DReG
     np.testing.assert_allclose(dreg[:, 2], plain[:, 2])  # the model's: the same
     assert pngs(tmp_path) == ["dreg_snr.png"]
+
+
+def test_iwae_estimators(tmp_path):
+    out = load("iwae_estimators").main(n=6000, out_dir=tmp_path)
+    for label, row in out.items():
+        assert row["z"] < 5, label                                   # all unbiased
+    assert out["sites: enumerate"]["variance"] < 1e-20              # exact
+    assert out["plate: VIMCO"]["variance"] < out["plate: leave-one-out"]["variance"]
+    assert out["plate: VIMCO"]["evals"] == 1 and out["sites: enumerate"]["evals"] == 64
+    assert pngs(tmp_path) == ["iwae_estimators.png"]
