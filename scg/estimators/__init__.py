@@ -10,6 +10,7 @@ from .enumerate import Enumerate
 from .gumbel_softmax import GumbelSoftmax
 from .measure_valued import MeasureValued
 from .pathwise import Pathwise
+from .rebar import REBAR
 from .score import Score
 from .terms import linear_term, magic_box
 from .vimco import VIMCO
@@ -35,4 +36,4 @@ def as_estimator(spec):
 
 
 __all__ = ["DisARM", "Enumerate", "Estimator", "GumbelSoftmax", "MeasureValued", "Pathwise",
-           "Score", "VIMCO", "as_estimator", "baselines", "linear_term", "magic_box"]
+           "REBAR", "Score", "VIMCO", "as_estimator", "baselines", "linear_term", "magic_box"]

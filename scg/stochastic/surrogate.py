@@ -117,7 +117,9 @@ class SurrogateContext:
             value = self._weighted(c, strip(value), plates, down, plain=True)
             value = grid.onto(value, plates, _shared(site.plates, c.plates_for(site.name)))
             total = value if total is None else total + value
-        shape = (self.trace.rows,) + tuple(np.shape(strip(self.log_prob(site)))[1:])
+        # (the layout of the site's log-probability, without computing it: an estimator
+        # whose copies hold values outside the support asks for q too)
+        shape = grid.shape_of(self.trace.rows, site.dist.batch_shape, site.plates)
         total = np.broadcast_to(effects.asarray(0.0 if total is None else total, dtype=float),
                                 shape)
         if not copies:
@@ -406,6 +408,16 @@ class _Grid:
                 raise ValueError(f"{what} has shape {logical_shape}, whose dim {p.dim} does "
                                  f"not match plate {p.name!r} of size {p.size}")
         return self.place(phys, nd, at)
+
+    def shape_of(self, rows, logical_shape, plates):
+        """The shape `layout` gives a site's value of `logical_shape` in `plates`."""
+        logical_shape = tuple(logical_shape)
+        nd = len(logical_shape)
+        shape = [rows] + [1] * len(self.plates)
+        for p in plates:
+            if nd >= -p.dim and logical_shape[p.dim] == p.size:
+                shape[self.axis(p)] = p.size
+        return tuple(shape)
 
     def place(self, phys, nd, at):
         """Sum a physical (n, *logical) value of logical rank nd over every axis but the
