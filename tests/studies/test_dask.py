@@ -353,3 +353,53 @@ def test_compare_of_a_blackbox_model_on_the_cluster(client):
                   chunk=1_000, seed=5)
     remote = scg.compare(_blackbox_model(), theta, client=client, **kwargs)
     assert_rows_equal(remote, scg.compare(_blackbox_model(), theta, **kwargs))
+
+
+def _multi_sample_models():
+    """Closures (pickled by value): an IWAE bound of coins with VIMCO, one of a Gaussian
+    with DReG, and a token bandit with GRPO, each with its estimators."""
+    table = np.array([[-1.2, 0.4], [-0.3, -2.0]])
+    rewards = np.array([[1.0, 0.0, 2.5], [0.3, 0.9, 0.1]])
+
+    def coins(phi):
+        with scg.plate("particles", 3):
+            q = scg.Bernoulli(logits=np.broadcast_to(phi, (3, 2))).to_event(1)
+            z = scg.sample("z", q)
+            a, b = z[..., 0], z[..., 1]
+            log_w = table[0, 0] * (1 - a) * (1 - b) + table[0, 1] * (1 - a) * b + \
+                table[1, 0] * a * (1 - b) + table[1, 1] * a * b - q.log_prob(z)
+        return -scg.logmeanexp(log_w, plate="particles")
+
+    def gaussian(theta):
+        with scg.plate("particles", 4):
+            q = scg.Normal(theta[0] * np.ones(4), np.exp(theta[1]) * np.ones(4))
+            z = scg.sample("z", q)
+            log_w = scg.Normal(0.0, 1.0).log_prob(z) + scg.Normal(z, 1.0).log_prob(1.3) - \
+                q.log_prob(z)
+        return -scg.logmeanexp(log_w, plate="particles")
+
+    def bandit(logits):
+        with scg.plate("prompts", 2):
+            token = scg.sample("token", scg.Categorical(logits=logits))
+            return -np.sum(rewards * (token[..., None] == np.arange(3)), axis=-1)
+
+    return [
+        (coins, np.array([0.4, -0.7]), {"vimco": scg.VIMCO(), "loo": scg.Score("loo")}),
+        (gaussian, np.array([0.4, -0.2]), {"dreg": scg.Pathwise(dreg=True),
+                                           "pathwise": scg.Pathwise()}),
+        (bandit, np.zeros((2, 3)), {"grpo": scg.Score(scg.baselines.GRPO("batch")),
+                                    "dr grpo": scg.Score(scg.baselines.GRPO(None))}),
+    ]
+
+
+def test_multi_sample_and_group_estimators_on_the_cluster_equal_the_in_process_run(client):
+    import warnings
+    for model, theta, estimators in _multi_sample_models():
+        kwargs = dict(estimators=estimators, n=4_000, chunk=8, seed=3)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", scg.BiasWarning)
+            remote = scg.compare(model, theta, client=client, **kwargs)
+            local = scg.compare(model, theta, **kwargs)
+        assert_rows_equal(remote, local)
+        for label in estimators:
+            assert np.all(np.isfinite(remote[label].mean)), label
