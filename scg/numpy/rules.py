@@ -429,6 +429,10 @@ _SUM_PASSES_MIN = 512  # float64 entries from which _sum tries its passes for la
 
 
 def _sum(x, axis=None, keepdims=False):
+    if type(x) is np.ndarray and x.ndim >= 2 and 0 in x.strides and x.dtype == np.float64 \
+            and any(st == 0 and n > 1 for st, n in zip(x.strides, x.shape)):
+        # a broadcast (a cotangent spread over the elements): its repeated axes once
+        return _sum_large(x, axis, keepdims)
     if type(x) is np.ndarray and x.size >= _SUM_PASSES_MIN and x.dtype == np.float64:
         if x.ndim >= 2:
             fast = _sum_large(x, axis, keepdims)
@@ -448,8 +452,9 @@ def _sum(x, axis=None, keepdims=False):
 def _inline_sum(args, kwargs, ans, exprs, named, const):
     x = args[0]
     if type(x) is not np.ndarray or (x.size >= _SUM_PASSES_MIN and x.dtype == np.float64) \
-            or len(args) > 1:
-        return None
+            or len(args) > 1 or (x.ndim >= 2 and any(
+                st == 0 and n > 1 for st, n in zip(x.strides, x.shape))):
+        return None  # (the call of _sum: its passes, or a broadcast's repeated axes once)
     axis = named.get("axis", "None")
     keepdims = named.get("keepdims", "False")
     return f"{const(np.add.reduce)}({exprs[0]}, {axis}, None, None, {keepdims})"
@@ -468,10 +473,20 @@ def _sum_large(x, axis, keepdims):
     if any(repeated):
         small = x[tuple(slice(0, 1) if r else slice(None) for r in repeated)]
         repeat = math.prod(x.shape[a] for a in axes if repeated[a])
-        out = _sum(np.ascontiguousarray(small), axes, True) * float(repeat)
-        out = np.broadcast_to(out, tuple(1 if a in axes else n for a, n in enumerate(x.shape)))
-        return out if keepdims else out.reshape(tuple(n for a, n in enumerate(x.shape)
-                                                      if a not in axes))
+        small = np.ascontiguousarray(small)
+        # (what is left is small: numpy's reduction, not the passes for large arrays)
+        out = np.add.reduce(small, axes, None, None, True) if small.size < LARGE else \
+            _sum(small, axes, True)
+        if repeat != 1:
+            out = out * float(repeat)
+        target = tuple(1 if a in axes else n for a, n in enumerate(x.shape))
+        if math.prod(target) < LARGE:  # (small: filled, cheaper than a broadcast view)
+            full = np.empty(target)
+            full[...] = out
+        else:  # (large: a view, no memory for the repeated values)
+            full = np.broadcast_to(out, target)
+        return full if keepdims else full.reshape(tuple(n for a, n in enumerate(x.shape)
+                                                        if a not in axes))
     if not x.flags.c_contiguous or len(axes) != 1:
         return None
     if axes == (0,):
