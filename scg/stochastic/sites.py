@@ -22,6 +22,7 @@ from ..errors import EstimatorError, TracingError
 from ..estimators import Estimator, as_estimator, auto
 from ..estimators.antithetic import antithetic_noise
 from ..kernels.parallel import count_nonfinite
+from ..numpy import rules as R
 from .memory import check_fits
 from .persample import NO_DEPS, Deps, PerSample, lift
 from .plates import label_draw
@@ -158,7 +159,7 @@ class Cost:
 
 
 # ---------------------------------------------------------------------- sample
-def sample(name, dist, *, estimator="auto"):
+def sample(name, dist, *, estimator="auto", obs=None):
     """Draw from `dist` at a named site of the model and return the draw.
 
     Args:
@@ -168,21 +169,43 @@ def sample(name, dist, *, estimator="auto"):
             "pathwise", "score", or an estimator object: scg.Pathwise(), scg.Score(...),
             scg.Enumerate(), scg.MeasureValued(), scg.GumbelSoftmax(...), scg.DisARM(),
             or any subclass of scg.estimators.Estimator.
+        obs: an observed value: nothing is drawn; the site adds the cost
+            -dist.log_prob(obs) (summed over its shape, per element inside a plate), named
+            `name`, and returns `obs` (as Pyro's observed sites do).
     Returns:
-        The draw, of shape dist.batch_shape + dist.event_shape (one value per draw).
+        The draw, of shape dist.batch_shape + dist.event_shape (one value per draw), or
+        `obs`.
 
     Example:
         >>> def model(mu):
         ...     x = scg.sample("x", scg.Normal(mu, 1.0))
+        ...     scg.sample("y", scg.Normal(x, 0.5), obs=1.3)
         ...     return x ** 2
     """
     if effects.innermost() is None:
         current_run(f"scg.sample({name!r}, ...)")  # (raises: outside a model)
     if not isinstance(dist, Distribution):
         raise TypeError(f"site {name!r}: expected a scg distribution, got {type(dist).__name__}")
+    if obs is not None:
+        return _observe(name, dist, obs, estimator)
     return _send(f"scg.sample({name!r}, ...)",
                  effects.Message("sample", name, dist=_captured(dist), estimator=estimator,
                                  given=dist))
+
+
+def _observe(name, dist, obs, estimator):
+    if not (isinstance(estimator, str) and estimator == "auto"):
+        raise ValueError(f"observed site {name!r}: an observed value is not drawn, so it has "
+                         f"no estimator; drop estimator={estimator!r} (or obs= to draw it)")
+    lp = dist.log_prob(obs)
+    bad = count_nonfinite(strip(lp))
+    if bad:
+        raise ValueError(
+            f"observed site {name!r}: the log-probability of the observed value under "
+            f"{dist!r} is not finite for {bad} of {np.size(strip(lp))} entries: a value "
+            "outside the support, or a degenerate parameter (a scale of 0)")
+    cost(name, R.negative(lp))
+    return obs
 
 
 class PlateHandler(effects.Handler):
