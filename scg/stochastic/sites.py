@@ -8,6 +8,7 @@ Outside a model they raise a clear error.
 """
 
 import contextlib
+import math
 import functools
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -55,11 +56,17 @@ def _send(what, msg):
 
 @dataclass(frozen=True)
 class Plate:
-    """A batch dimension along which sites and costs are conditionally independent."""
+    """A batch dimension along which sites and costs are conditionally independent.
+
+    `size` is the number of elements the sites have along it; a subsampled plate (a
+    minibatch) also has `scale`, the full size over the subsample's, which its costs are
+    multiplied by, and `indices`, the elements of this run."""
 
     name: str
     size: int
     dim: int
+    scale: float = 1.0
+    indices: object = field(default=None, compare=False, repr=False)
 
 
 @dataclass
@@ -544,28 +551,43 @@ def add_cost(run, msg):
         mixed = value.mixed
     elif type(value) is np.ndarray:
         value = kept(value)  # the model may change its buffer after this call
+    # a subsampled plate's costs stand for all its elements: those given inside it, those
+    # along its axis and those that combined its elements
+    scaled = set(run.plates) | set(plates) | {p for p, _ in mixed}
+    scale = math.prod(p.scale for p in scaled)
+    if scale != 1.0:
+        value = R.multiply(value, scale)
     run.add_cost(Cost(name, value, plates, deps, axes, mixed))
 
 
 # ---------------------------------------------------------------------- plate
 @contextmanager
-def plate(name, size, dim=-1):
+def plate(name, size, dim=-1, subsample_size=None):
     """Declare conditional independence along a batch dimension (counted from the right).
 
     Inside, element b of a site's score meets only the costs of element b (and costs
-    outside the plate), and leave-one-out baselines are formed per element.
+    outside the plate), and leave-one-out baselines are formed per element. The context
+    gives the indices of the plate's elements, `np.arange(size)`.
+
+    With `subsample_size=m` (a minibatch, as in Pyro), each run draws m distinct indices
+    from the expectation's generator; the sites inside have m elements along the plate,
+    and the plate's costs are multiplied by size / m: an unbiased estimate of the full
+    plate's.
 
     Example:
         >>> with scg.plate("data", 128):
         ...     z = scg.sample("z", scg.Bernoulli(logits=enc).to_event(1))
+        >>> with scg.plate("data", len(x), subsample_size=64) as idx:
+        ...     scg.sample("y", scg.Normal(w * x[idx], 1.0), obs=y[idx])
     """
     what = f"scg.plate({name!r}, ...)"
     current_run(what)
-    frame = _send(what, effects.Message("plate", name, size=size, dim=dim))
+    frame = _send(what, effects.Message("plate", name, size=size, dim=dim,
+                                        subsample_size=subsample_size))
     handler = PlateHandler(frame)
     effects.push(handler)
     try:
-        yield frame
+        yield frame.indices
     finally:
         effects.pop(handler)
         _send(what, effects.Message("plate_exit", name, frame=frame))
@@ -584,7 +606,15 @@ def open_plate(run, msg):
         if p.dim == dim:
             raise ValueError(f"plate {name!r}: dim {dim} is already used by the enclosing "
                              f"plate {p.name!r}; pass dim={min(q.dim for q in run.plates) - 1}")
-    frame = Plate(name, int(size), int(dim))
+    m = msg.fields.get("subsample_size")
+    if m is None:
+        frame = Plate(name, int(size), int(dim), indices=np.arange(int(size)))
+    else:
+        if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or not 1 <= m <= size:
+            raise ValueError(f"plate {name!r}: subsample_size must be an int from 1 to the "
+                             f"plate's size {size}, got {m!r}")
+        indices = run.rng.choice(int(size), int(m), replace=False)
+        frame = Plate(name, int(m), int(dim), scale=size / m, indices=indices)
     run.enter_plates(run.plates + (frame,))
     return frame
 
