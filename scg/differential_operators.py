@@ -188,7 +188,7 @@ def _check_reached(grads, traced, fun):
             raise NoGradientPathError(fun.no_path_message(name))
 
 
-def value_and_grad(fun, argnums=0, *, allow_unused=False):
+def value_and_grad(fun, argnums=0, *, allow_unused=False, has_aux=False):
     """Return a function computing fun's value and its gradient with respect to `argnums`.
 
     Args:
@@ -196,6 +196,8 @@ def value_and_grad(fun, argnums=0, *, allow_unused=False):
         argnums: int or tuple of ints; the arguments (pytrees of arrays) to differentiate.
         allow_unused: for expectations, return zeros instead of raising
             `NoGradientPathError` when no cost depends on an argument.
+        has_aux: for an expectation made with has_aux=True: return ((value, aux),
+            gradient), aux what the model returned beside its cost.
     Returns:
         A function returning (value, gradient); the gradient has the structure of the
         argument (a tuple of them when argnums is a tuple).
@@ -204,24 +206,31 @@ def value_and_grad(fun, argnums=0, *, allow_unused=False):
         >>> scg.value_and_grad(lambda x: np.sum(x ** 2))(np.array([1.0, 2.0]))
         (5.0, array([2., 4.]))
     """
-    return _gradient_function(fun, argnums, allow_unused, with_value=True)
+    return _gradient_function(fun, argnums, allow_unused, with_value=True, has_aux=has_aux)
 
 
-def grad(fun, argnums=0, *, allow_unused=False):
+def grad(fun, argnums=0, *, allow_unused=False, has_aux=False):
     """Return a function computing the gradient of scalar-valued `fun`.
 
     Works on plain functions of numpy arrays and on `scg.expectation` objects (then it
     returns an unbiased estimate of the gradient of the expectation). Any order:
     ``scg.grad(scg.grad(f))``.
 
+    With `has_aux=True` (an expectation made with has_aux=True), it returns
+    (gradient, aux).
+
     Example:
         >>> scg.grad(np.sin)(0.0)
         array(1.)
     """
-    return _gradient_function(fun, argnums, allow_unused, with_value=False)
+    return _gradient_function(fun, argnums, allow_unused, with_value=False, has_aux=has_aux)
 
 
-def _gradient_function(fun, argnums, allow_unused, with_value):
+def _gradient_function(fun, argnums, allow_unused, with_value, has_aux=False):
+    if has_aux and not getattr(fun, "has_aux", False):
+        raise TypeError("has_aux=True takes an expectation made with "
+                        "scg.expectation(model, ..., has_aux=True), whose model returns "
+                        f"(cost, aux); got {getattr(fun, '__name__', fun)!r}")
     # (looked up once: on a plain function each lookup is a failed attribute search)
     needs_path = not allow_unused and getattr(fun, "requires_gradient_path", False)
     check = getattr(fun, "check_gradient", None)
@@ -231,12 +240,12 @@ def _gradient_function(fun, argnums, allow_unused, with_value):
         traced, value, grads = reverse(fun, args, kwargs, argnums, needs_path, check)
         gradient = traced.rebuild(_finish(grads, traced.shapes()))
         if not with_value:
-            return gradient
+            return (gradient, fun.last_aux) if has_aux else gradient
         if not isinstance(value, Tracer):
             value = float(value.item() if hasattr(value, "item") else value)
         elif value.floor:  # (under scg.jit: the same conversion, recorded)
             value = effects.opaque(_as_python_float, value)
-        return value, gradient
+        return ((value, fun.last_aux), gradient) if has_aux else (value, gradient)
 
     return gradient_function
 

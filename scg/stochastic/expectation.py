@@ -7,7 +7,7 @@ import numpy as np
 
 from ..core import effects, pytree
 from ..differential_operators import _Traced, reverse
-from ..core.tape import (Box, backward, current_level, dropped_at, new_level, new_root,
+from ..core.tape import (Box, Tracer, backward, current_level, dropped_at, new_level, new_root,
                          strip)
 from ..estimators import as_estimator
 from ..estimators.baselines import Baseline
@@ -39,9 +39,12 @@ class Expectation:
     requires_gradient_path = True
     warn_lost_history = True  # (a study's chunks are expectations called once, by design)
 
-    def __init__(self, model, n=1, seed=None, estimators=None):
+    def __init__(self, model, n=1, seed=None, estimators=None, has_aux=False):
         if not callable(model):
             raise TypeError(f"model must be callable, got {type(model).__name__}")
+        if not isinstance(has_aux, (bool, np.bool_)):
+            raise TypeError(f"has_aux must be True or False, got {has_aux!r}")
+        self.has_aux = bool(has_aux)
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
             raise ValueError(f"n must be a positive int (the number of draws), got {n!r}")
         check_n(int(n))
@@ -57,13 +60,18 @@ class Expectation:
         self.__name__ = getattr(model, "__name__", "expectation")
         self.__doc__ = getattr(model, "__doc__", None)
         self.last_trace = None
+        self.last_aux = None  # (has_aux=True: what the model returned beside its cost)
 
     def __call__(self, *args, **kwargs):
-        return self._objective(args, kwargs)
+        out = self._objective(args, kwargs)
+        if self.has_aux and current_level() <= effects.floor():  # (not under scg.grad)
+            return out, self.last_aux
+        return out
 
     # what a call depends on besides its arguments (for scg.jit's key): the model, the
     # number of draws, the generator (by identity), the estimators chosen so far
-    __fingerprint_attrs__ = ("model", "n", "estimators", "rng", "_decisions", "_plan")
+    __fingerprint_attrs__ = ("model", "n", "estimators", "rng", "_decisions", "_plan",
+                             "has_aux")
 
     def __getstate__(self):
         # the last trace holds the tape of the last call: not part of the expectation
@@ -86,7 +94,7 @@ class Expectation:
         trace, (objective, updates) = run_model(
             self.model, args, kwargs, n=self.n, rng=self.rng, decisions=self._decisions,
             reasons=self._reasons, wrap_args=wrap_args, build=build, plan=self._plan,
-            estimators=self.estimators)
+            estimators=self.estimators, has_aux=self.has_aux)
         self._calls[0] += 1
         if isinstance(self.estimators, dict) and self._calls[0] == 1:
             unknown = [k for k in self.estimators if k not in trace.sites]
@@ -101,6 +109,8 @@ class Expectation:
             if type(baseline).update is not Baseline.update:  # (not a baseline without memory)
                 effects.after(baseline.update, q, effects.State(state))  # (and after each replay)
         self.last_trace = trace
+        if self.has_aux:
+            self.last_aux = pytree.tree_map(lambda leaf: _plain_aux(leaf, self.n), trace.aux)
         return objective
 
     def no_path_message(self, name):
@@ -219,7 +229,21 @@ def _check_estimators(estimators):
     return estimators
 
 
-def expectation(model, n=1, seed=None, estimators=None):
+def _plain_aux(leaf, n):
+    """An aux leaf as the caller gets it: a per-draw value as its n draws (the main copy's
+    rows), a traced one as its value."""
+    if isinstance(leaf, PerSample):
+        return effects.opaque(_main_rows, effects.asarray(leaf.value), n)
+    if isinstance(leaf, Tracer):
+        return effects.asarray(leaf)
+    return leaf
+
+
+def _main_rows(x, n):
+    return np.array(x[:n])
+
+
+def expectation(model, n=1, seed=None, estimators=None, has_aux=False):
     """The expectation of a model's total cost, estimated with `n` draws per call.
 
     Args:
@@ -231,6 +255,9 @@ def expectation(model, n=1, seed=None, estimators=None):
         estimators: the estimators to use instead of the model's: one spec (an estimator
             or "auto", "pathwise", "score") for every site whose family it serves (the
             others keep "auto"), or a dict {site name: spec}. None keeps the model's.
+        has_aux: the model returns (cost, aux): `E(...)` returns (value, aux), and
+            `scg.value_and_grad(E, has_aux=True)` ((value, aux), gradient); aux is a
+            pytree whose per-draw values come back as arrays of the n draws.
     Returns:
         An `Expectation`, to call or to pass to scg.grad, scg.value_and_grad,
         scg.grad_samples, scg.hessian.
@@ -240,7 +267,7 @@ def expectation(model, n=1, seed=None, estimators=None):
         ...                     n=10_000, seed=0)
         >>> scg.grad(E)(2.0)   # about 4
     """
-    return Expectation(model, n, seed, estimators)
+    return Expectation(model, n, seed, estimators, has_aux)
 
 
 class GradSamples:

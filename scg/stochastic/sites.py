@@ -633,8 +633,8 @@ def blackbox(fn):
 
     Inside a model, `fn` receives per-sample arguments as arrays with a leading axis of
     one row per draw (n rows; n times the number of copies when an estimator such as
-    scg.Enumerate() evaluates copies of the run) and must return such an array. Sites upstream of a black
-    box are estimated by the score function under estimator="auto".
+    scg.Enumerate() evaluates copies of the run) and must return such an array. Sites
+    upstream of a black box are estimated by the score function under estimator="auto".
 
     Example:
         >>> simulate = scg.blackbox(lambda x: np.round(x))

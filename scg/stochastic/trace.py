@@ -55,6 +55,7 @@ class Trace(effects.Handler):
         self._reached = set()
         self.sites = {}
         self.cost_sites = {}
+        self.aux = None  # what the model returned beside its cost (has_aux=True)
         self.bounds = []  # the run's scg.logmeanexp bounds (multisample.py)
         self.proposals = []  # the DReG sites' proposals, filled by the bounds (dreg.py)
         self.plates = ()  # the plates open now, outermost first
@@ -301,6 +302,15 @@ _PERFORMERS = {"sample": draw_site, "cost": add_cost, "plate": open_plate,
                "plate_exit": close_plate}
 
 
+def _split_aux(model, out, trace):
+    if not isinstance(out, tuple) or len(out) != 2:
+        raise TypeError(f"the model {getattr(model, '__name__', model)!r} of an expectation "
+                        "made with has_aux=True must return (cost, aux), a pair; it returned "
+                        f"{type(out).__name__}")
+    trace.aux = out[1]
+    return out[0]
+
+
 def _in_plates(plates):
     return f" in plate {', '.join(p.name for p in plates)}" if plates else ""
 
@@ -310,7 +320,8 @@ class Replan(Exception):
 
 
 def run_model(model, args, kwargs, *, n, rng, decisions, reasons, record=False,
-              param_names=None, wrap_args=None, build=None, plan=None, estimators=None):
+              param_names=None, wrap_args=None, build=None, plan=None, estimators=None,
+              has_aux=False):
     """Run `model` for n draws, re-running with the same randomness until every "auto"
     site's estimator is valid and the copies that estimators need are laid out (`plan`,
     kept by the caller across calls). `build(trace)` runs inside the batching level (the
@@ -341,6 +352,14 @@ def run_model(model, args, kwargs, *, n, rng, decisions, reasons, record=False,
             try:
                 call_args = wrap_args(args, level, trace.rows) if wrap_args else args
                 out = model(*call_args, **kwargs)
+                if has_aux:
+                    out = _split_aux(model, out, trace)
+                elif isinstance(out, (tuple, list, dict)):
+                    raise TypeError(
+                        f"the model {getattr(model, '__name__', model)!r} returned a "
+                        f"{type(out).__name__}: a model returns its cost (a number or an "
+                        "array per draw), or None. To return other values beside it, make "
+                        "the expectation with has_aux=True and return (cost, aux)")
                 if out is not None:
                     cost(RETURN_COST, out)
                 stale = [k for k in plan if k not in trace._reached]
