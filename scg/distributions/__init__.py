@@ -17,8 +17,9 @@ from .normal import Normal
 from .one_hot_categorical import OneHotCategorical
 from .poisson import Poisson
 from .uniform import Uniform
+from .kl import kl_divergence, register_kl  # noqa: E402  (after the families it pairs)
 
 __all__ = ["Distribution", "Independent", "set_validation",
            "Normal", "MultivariateNormal", "LogNormal", "Uniform", "Exponential", "Laplace",
            "Gumbel", "Gamma", "Beta", "Dirichlet", "Bernoulli", "Categorical", "Poisson",
-           "Binomial", "Geometric", "OneHotCategorical"]
+           "Binomial", "Geometric", "OneHotCategorical", "kl_divergence", "register_kl"]

@@ -139,6 +139,19 @@ class Distribution:
         """Map noise to a draw, differentiably in the parameters."""
         raise NotImplementedError(f"{type(self).__name__} has no reparameterization path")
 
+    def entropy(self):
+        """The entropy -E[log p(x)], shape batch_shape, where the family has it in closed form
+        (differentiable in the parameters)."""
+        raise NotImplementedError(f"{type(self).__name__} has no closed-form entropy in scg")
+
+    def cdf(self, value):
+        """P(X <= value), where the family has it in closed form (differentiable)."""
+        raise NotImplementedError(f"{type(self).__name__} has no closed-form cdf in scg")
+
+    def icdf(self, u):
+        """The quantile: the x with cdf(x) = u, where the family has it in closed form."""
+        raise NotImplementedError(f"{type(self).__name__} has no closed-form icdf in scg")
+
     def fresh_path(self, noise, path, rng):
         """`path(noise())`: the traced draw of fresh noise from `rng`, where `noise()`
         draws the site's noise and `path` maps it (a family may keep less of the noise
@@ -311,6 +324,10 @@ class Independent(Distribution):
     @property
     def variance(self):
         return self.base.variance
+
+    def entropy(self):
+        h = self.base.entropy()
+        return np.sum(h, axis=tuple(range(-self.k, 0))) if self.k else h
 
     def __repr__(self):
         return f"Independent({self.base!r}, {self.k})"

@@ -4,7 +4,7 @@ import numpy as np
 
 from ..numpy import rules as R
 from . import constraints
-from ._util import mask_outside, plain
+from ._util import full, mask_outside, plain
 from .base import Distribution, broadcast_shape
 
 
@@ -47,6 +47,20 @@ class Bernoulli(Distribution):
         one = np.equal(value, 1)
         lp = np.where(one, np.log(np.where(one, p, 1.0)), np.log1p(-np.where(one, 0.0, p)))
         return mask_outside(inside, lp)
+
+    def entropy(self):
+        if self.logits is not None:  # softplus(l) - l sigmoid(l), without overflow
+            l = self.logits
+            return full(R.softplus(l) - l * R.sigmoid(l), self.batch_shape)
+        p = self.probs
+        inner = np.logical_and(np.greater(p, 0.0), np.less(p, 1.0))
+        q = np.where(inner, p, 0.5)
+        return full(np.where(inner, -(q * np.log(q) + (1.0 - q) * np.log1p(-q)), 0.0),
+                    self.batch_shape)
+
+    def cdf(self, value):
+        p = self._probs()
+        return np.where(np.less(value, 0.0), 0.0, np.where(np.less(value, 1.0), 1.0 - p, 1.0))
 
     @property
     def mean(self):

@@ -5,6 +5,7 @@ import numpy as np
 from ..kernels import continuous as K
 from ..kernels import implicit as KI
 from ..kernels.primitives import implicit_path_primitive, kernel_primitives
+from ..kernels.special_primitives import digamma, lgamma
 from . import constraints
 from ._util import full, mask_outside, outside_to, plain
 from .base import Distribution, broadcast_shape
@@ -48,6 +49,12 @@ class Beta(Distribution):
         inside = np.logical_and(np.greater_equal(value, 0.0), np.less_equal(value, 1.0))
         lp = beta_log_prob(outside_to(inside, value, 0.5), self.a, self.b)
         return mask_outside(inside, lp)
+
+    def entropy(self):
+        a, b = self.a, self.b
+        log_beta = lgamma(a) + lgamma(b) - lgamma(a + b)
+        return full(log_beta - (a - 1.0) * digamma(a) - (b - 1.0) * digamma(b)
+                    + (a + b - 2.0) * digamma(a + b), self.batch_shape)
 
     @property
     def mean(self):

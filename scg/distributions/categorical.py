@@ -3,7 +3,6 @@
 import numpy as np
 
 from ..core import effects
-
 from ..numpy import rules as R
 from . import constraints
 from ._util import full, is_count, mask_outside, plain
@@ -72,6 +71,12 @@ class Categorical(Distribution):
         inside = np.logical_and(is_count(value),
                                 np.less_equal(value, self.num_categories - 1))
         return mask_outside(inside, lp)
+
+    def entropy(self):
+        lp = self._log_probs()
+        p = np.exp(lp)
+        return full(-np.sum(np.where(np.greater(p, 0.0), p * lp, 0.0), axis=-1),
+                    self.batch_shape)
 
     @property
     def mean(self):

@@ -2,7 +2,8 @@
 
 import numpy as np
 
-from ..kernels.special_primitives import lgamma
+from ..kernels.special_primitives import digamma, lgamma
+from ..numpy import rules as R
 from . import constraints
 from ._util import full, mask_outside, plain
 from .base import Distribution
@@ -62,6 +63,14 @@ class Dirichlet(Distribution):
         inside = np.logical_and(np.equal(negative, 0.0),
                                 np.less_equal(np.abs(np.sum(value, axis=-1) - 1.0), 1e-6))
         return mask_outside(inside, lp)
+
+    def entropy(self):
+        c = self.concentration
+        k = R.shape(c)[-1]
+        total = np.sum(c, axis=-1)
+        log_b = np.sum(lgamma(c), axis=-1) - lgamma(total)
+        return full(log_b + (total - k) * digamma(total)
+                    - np.sum((c - 1.0) * digamma(c), axis=-1), self.batch_shape)
 
     @property
     def mean(self):

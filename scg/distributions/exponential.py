@@ -5,7 +5,7 @@ import numpy as np
 from ..kernels import continuous as K
 from ..kernels.primitives import kernel_primitives
 from . import constraints
-from ._util import mask_outside
+from ._util import full, mask_outside
 from .base import Distribution, broadcast_shape
 
 exponential_log_prob, _ = kernel_primitives(
@@ -41,6 +41,16 @@ class Exponential(Distribution):
     def log_prob(self, value):
         inside = np.greater_equal(value, 0.0)
         return mask_outside(inside, exponential_log_prob(value, self.rate))
+
+    def entropy(self):
+        return full(1.0 - np.log(self.rate), self.batch_shape)
+
+    def cdf(self, value):
+        return np.where(np.greater_equal(value, 0.0),
+                        -np.expm1(-self.rate * np.maximum(value, 0.0)), 0.0)
+
+    def icdf(self, u):
+        return -np.log1p(-u) / self.rate
 
     @property
     def mean(self):

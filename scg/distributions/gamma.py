@@ -5,6 +5,7 @@ import numpy as np
 from ..kernels import continuous as K
 from ..kernels import implicit as KI
 from ..kernels.primitives import implicit_path_primitive, kernel_primitives
+from ..kernels.special_primitives import digamma, lgamma
 from . import constraints
 from ._util import full, mask_outside, outside_to, plain
 from .base import Distribution, broadcast_shape
@@ -50,6 +51,11 @@ class Gamma(Distribution):
         inside = np.greater_equal(value, 0.0)
         lp = gamma_log_prob(outside_to(inside, value, 1.0), self.concentration, self.rate)
         return mask_outside(inside, lp)
+
+    def entropy(self):
+        a = self.concentration
+        return full(a - np.log(self.rate) + lgamma(a) + (1.0 - a) * digamma(a),
+                    self.batch_shape)
 
     @property
     def mean(self):

@@ -39,6 +39,16 @@ class Geometric(Distribution):
         lp = geometric_log_prob(outside_to(inside, value, 0.0), self.probs)
         return mask_outside(inside, lp)
 
+    def entropy(self):
+        p = self.probs
+        q = 1.0 - p
+        return full(-(q * np.log(np.where(np.greater(q, 0.0), q, 1.0)) + p * np.log(p)) / p,
+                    self.batch_shape)
+
+    def cdf(self, value):
+        k = np.floor(value)
+        return np.where(np.less(value, 0.0), 0.0, -np.expm1((k + 1.0) * np.log1p(-self.probs)))
+
     @property
     def mean(self):
         return full((1.0 - self.probs) / self.probs, self.batch_shape)

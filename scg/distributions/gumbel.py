@@ -4,6 +4,7 @@ import numpy as np
 
 from ..kernels import continuous as K
 from ..kernels.primitives import kernel_primitives
+from ._util import full
 from .location_scale import LocationScale
 
 gumbel_log_prob, _ = kernel_primitives(
@@ -27,6 +28,15 @@ class Gumbel(LocationScale):
 
     def log_prob(self, value):
         return gumbel_log_prob(value, self.loc, self.scale)
+
+    def entropy(self):
+        return full(np.log(self.scale) + np.euler_gamma + 1.0, self.batch_shape)
+
+    def cdf(self, value):
+        return np.exp(-np.exp(-(value - self.loc) / self.scale))
+
+    def icdf(self, u):
+        return self.loc - self.scale * np.log(-np.log(u))
 
     @property
     def mean(self):

@@ -4,6 +4,7 @@ import numpy as np
 
 from ..kernels import continuous as K
 from ..kernels.primitives import kernel_primitives
+from ._util import full
 from .location_scale import LocationScale
 
 laplace_log_prob, _ = kernel_primitives(
@@ -26,6 +27,20 @@ class Laplace(LocationScale):
 
     def log_prob(self, value):
         return laplace_log_prob(value, self.loc, self.scale)
+
+    def entropy(self):
+        return full(1.0 + np.log(2.0 * self.scale), self.batch_shape)
+
+    def cdf(self, value):
+        z = (value - self.loc) / self.scale
+        return 0.5 + 0.5 * np.sign(z) * -np.expm1(-np.abs(z))
+
+    def icdf(self, u):
+        # (each tail from its own side: log(2u) below the median, -log(2(1 - u)) above)
+        below = np.less(u, 0.5)
+        return self.loc + self.scale * np.where(
+            below, np.log(2.0 * np.where(below, u, 0.25)),
+            -np.log(2.0 * np.where(below, 0.75, 1.0 - u)))
 
     @property
     def mean(self):

@@ -4,8 +4,9 @@ import numpy as np
 
 from ..kernels import continuous as K
 from ..kernels.primitives import kernel_primitives
+from ..kernels.special_primitives import erf, ndtri
 from . import constraints
-from ._util import mask_outside, outside_to
+from ._util import full, mask_outside, outside_to
 from .location_scale import LocationScale
 
 lognormal_log_prob, _ = kernel_primitives(
@@ -36,6 +37,18 @@ class LogNormal(LocationScale):
         inside = np.greater(value, 0.0)
         lp = lognormal_log_prob(outside_to(inside, value, 1.0), self.loc, self.scale)
         return mask_outside(inside, lp)
+
+    def entropy(self):
+        return full(self.loc + 0.5 + np.log(self.scale) + 0.5 * np.log(2.0 * np.pi),
+                    self.batch_shape)
+
+    def cdf(self, value):
+        positive = np.greater(value, 0.0)
+        z = (np.log(np.where(positive, value, 1.0)) - self.loc) / (self.scale * np.sqrt(2.0))
+        return np.where(positive, 0.5 * (1.0 + erf(z)), 0.0)
+
+    def icdf(self, u):
+        return np.exp(self.loc + self.scale * ndtri(u))
 
     @property
     def mean(self):

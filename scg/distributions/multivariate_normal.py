@@ -77,6 +77,12 @@ class MultivariateNormal(Distribution):
         log_det = np.sum(np.log(np.sum(self.scale_tril * np.eye(d), axis=-1)), axis=-1)
         return -0.5 * np.sum(z ** 2, axis=-1) - log_det - d * _HALF_LOG_2PI
 
+    def entropy(self):
+        d = self.event_shape[0]
+        log_det = np.sum(np.log(np.sum(self.scale_tril * np.eye(d), axis=-1)), axis=-1)
+        return np.broadcast_to(0.5 * d * (1.0 + np.log(2.0 * np.pi)) + log_det,
+                               self.batch_shape)
+
     @property
     def mean(self):
         return np.broadcast_to(self.loc, self.batch_shape + self.event_shape)

@@ -9,7 +9,9 @@ from ..kernels import continuous as K
 from ..kernels import fused as F
 from ..kernels import parallel as P
 from ..kernels.primitives import kernel_primitives
+from ..kernels.special_primitives import erf, ndtri
 from ..numpy import rules as R
+from ._util import full
 from .location_scale import LocationScale, loc_scale_path
 
 normal_log_prob, normal_dlogp = kernel_primitives(
@@ -124,6 +126,15 @@ class Normal(LocationScale):
         loc, scale = params["loc"], params["scale"]
         stash = {"want": tuple(i for i, p in ((1, loc), (2, scale)) if isinstance(p, Box))}
         return normal_score_term(value, loc, scale, weight, float(k), float(t), factor, stash)
+
+    def entropy(self):
+        return full(0.5 * np.log(2.0 * np.pi * np.e) + np.log(self.scale), self.batch_shape)
+
+    def cdf(self, value):
+        return 0.5 * (1.0 + erf((value - self.loc) / (self.scale * np.sqrt(2.0))))
+
+    def icdf(self, u):
+        return self.loc + self.scale * ndtri(u)
 
     @property
     def mean(self):

@@ -79,6 +79,15 @@ class OneHotCategorical(Distribution):
         inside = np.logical_and(np.equal(ones, 1.0), np.equal(others, 0.0))
         return mask_outside(inside, lp)
 
+    def _log_probs(self):
+        return self._categorical()._log_probs()
+
+    def entropy(self):
+        lp = self._log_probs()
+        p = np.exp(lp)
+        return full(-np.sum(np.where(np.greater(p, 0.0), p * lp, 0.0), axis=-1),
+                    self.batch_shape)
+
     @property
     def mean(self):
         return full(self._probs(), self.batch_shape + self.event_shape)

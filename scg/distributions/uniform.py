@@ -3,7 +3,7 @@
 import numpy as np
 
 from . import constraints
-from ._util import mask_outside, plain
+from ._util import full, mask_outside, plain
 from .base import Distribution, broadcast_shape
 
 
@@ -51,6 +51,15 @@ class Uniform(Distribution):
         inside = np.logical_and(np.greater_equal(value, self.low),
                                 np.less_equal(value, self.high))
         return mask_outside(inside, -np.log(self.high - self.low) + 0.0 * value)
+
+    def entropy(self):
+        return full(np.log(self.high - self.low), self.batch_shape)
+
+    def cdf(self, value):
+        return np.clip((value - self.low) / (self.high - self.low), 0.0, 1.0)
+
+    def icdf(self, u):
+        return self.low + u * (self.high - self.low)
 
     @property
     def mean(self):

@@ -32,3 +32,17 @@ polygamma = Primitive("polygamma", lambda n, x: _flat(K.polygamma_kernel, x, int
 defvjp(lgamma, lambda g, ans, x: R.multiply(g, digamma(x)))
 defvjp(digamma, lambda g, ans, x: R.multiply(g, polygamma(1, x)))
 defvjp(polygamma, None, lambda g, ans, n, x: R.multiply(g, polygamma(int(n) + 1, x)))
+
+erf = Primitive("erf", lambda x: _flat(K.erf_kernel, x), doc="The error function, elementwise.",
+                batch=EW)
+ndtri = Primitive("ndtri", lambda u: _flat(K.ndtri_kernel, u),
+                  doc="The standard normal quantile (inverse CDF), elementwise.", batch=EW)
+
+_TWO_OVER_SQRT_PI = 2.0 / np.sqrt(np.pi)
+_SQRT_2PI = np.sqrt(2.0 * np.pi)
+# d erf(x) = 2/sqrt(pi) exp(-x^2); d ndtri(u) = 1 / phi(ndtri(u)) = sqrt(2 pi) exp(x^2 / 2)
+defvjp(erf, lambda g, ans, x: R.multiply(g, R.multiply(_TWO_OVER_SQRT_PI,
+                                                      R.exp(R.negative(R.multiply(x, x))))))
+defvjp(ndtri, lambda g, ans, u: R.multiply(g, R.multiply(_SQRT_2PI,
+                                                        R.exp(R.multiply(0.5,
+                                                                         R.multiply(ans, ans))))))
