@@ -46,6 +46,8 @@ class Distribution:
             cls.finite_log_prob_of_draws = False  # (its own formulas: not promised here)
         if "log_prob" in cls.__dict__:
             cls.log_prob = _reuse_last(cls.__dict__["log_prob"])
+        if "__init__" in cls.__dict__:
+            cls.__init__ = _naming_shapes(cls.__dict__["__init__"])
 
     def __init__(self, params, batch_shape, event_shape=(), validate_args=None):
         self._params = params
@@ -115,6 +117,9 @@ class Distribution:
         if any(isinstance(v, Tracer) for v in self._params.values()):
             return self._rebuild({k: _plain_parameter(self, k, v) if isinstance(v, Tracer)
                                   else v for k, v in self._params.items()}).sample(rng, shape)
+        if not isinstance(rng, np.random.Generator):
+            raise TypeError(f"{type(self).__name__}.sample(rng): rng must be a numpy "
+                            f"Generator (np.random.default_rng(seed)), got {rng!r}")
         shape = (shape,) if isinstance(shape, int) else tuple(shape)
         if self.has_rsample:
             return effects.asarray(self.path(self.noise(rng, shape)))
@@ -224,6 +229,22 @@ def _plain_parameter(dist, name, value):
         f"Inside a model, draw with {site} instead: each of the n draws gets its own value "
         "and the gradient flows through the site. Only if one constant draw is really "
         "intended, pass the parameters through scg.stop_gradient first")
+
+
+def _naming_shapes(init):
+    """__init__ whose parameters of shapes that do not broadcast get an error naming the
+    family and the shapes."""
+    @functools.wraps(init)
+    def checked(self, *args, **kwargs):
+        try:
+            init(self, *args, **kwargs)
+        except ParameterShapes as e:
+            shapes = " and ".join(str(tuple(s)) for s in e.shapes)
+            raise ValueError(f"{type(self).__name__}: the parameters have shapes {shapes}, "
+                             "which do not "
+                             "broadcast against each other (numpy's rules: equal sizes or 1, "
+                             "aligned on the right); give them matching shapes") from None
+    return checked
 
 
 def _reuse_last(log_prob):
@@ -345,4 +366,15 @@ def broadcast_shape(*values):
     shapes = [R.shape(v) for v in values]
     if all(s == shapes[0] for s in shapes):  # (np.broadcast_shapes costs microseconds)
         return tuple(shapes[0])
-    return np.broadcast_shapes(*shapes)
+    try:
+        return np.broadcast_shapes(*shapes)
+    except ValueError:
+        raise ParameterShapes(shapes) from None
+
+
+class ParameterShapes(ValueError):
+    """A family's parameters whose shapes do not broadcast (the family adds its name)."""
+
+    def __init__(self, shapes):
+        super().__init__(shapes)
+        self.shapes = shapes

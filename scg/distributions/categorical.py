@@ -47,6 +47,9 @@ class Categorical(Distribution):
         if len(shape) < 1:
             raise ValueError(f"Categorical: parameter '{name}' must have at least one "
                              "dimension (the categories)")
+        if shape[-1] == 0:
+            raise ValueError(f"Categorical: parameter '{name}' has no categories (its last "
+                             f"dimension has size 0, shape {tuple(shape)}); give at least one")
         self.num_categories = shape[-1]
         super().__init__({name: value}, shape[:-1], validate_args=validate_args)
 

@@ -53,6 +53,8 @@ class GumbelSoftmax(Estimator):
             raise ValueError("GumbelSoftmax: temperature must be a positive finite float, "
                              f"got {temperature!r}")
         self.temperature = float(temperature)
+        if not isinstance(hard, (bool, np.bool_)):
+            raise TypeError(f"GumbelSoftmax: hard must be True or False, got {hard!r}")
         self.hard = bool(hard)
 
     def check(self, name, dist):
@@ -85,6 +87,11 @@ class GumbelSoftmax(Estimator):
         soft = effects.asarray(y, dtype=float)
         # (one operation of the plain values: a program recorded for replay repeats it)
         return R.add(y, d.per_draw(effects.opaque(_hard_minus_soft, soft, bernoulli)))
+
+    def dice_log_prob(self, site, ctx):
+        if self.hard:  # (the straight-through gradient has no second derivative to match)
+            self.unsupported_order(site)
+        return None
 
     def describe(self, site):
         kind = ("straight-through Gumbel-softmax (exact discrete values, the gradient of "

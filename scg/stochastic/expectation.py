@@ -23,7 +23,7 @@ from .trace import run_model
 def _generator(seed):
     if isinstance(seed, np.random.Generator):
         return seed
-    if seed is None or isinstance(seed, (int, np.integer)):
+    if seed is None or (isinstance(seed, (int, np.integer)) and not isinstance(seed, bool)):
         return np.random.default_rng(seed)
     raise TypeError(f"seed must be an int, a numpy.random.Generator or None, got {seed!r}")
 
@@ -45,11 +45,8 @@ class Expectation:
         if not isinstance(has_aux, (bool, np.bool_)):
             raise TypeError(f"has_aux must be True or False, got {has_aux!r}")
         self.has_aux = bool(has_aux)
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-            raise ValueError(f"n must be a positive int (the number of draws), got {n!r}")
-        check_n(int(n))
         self.model = model
-        self.n = int(n)
+        self.n = n
         self.estimators = _check_estimators(estimators)
         self.rng = _generator(seed)
         self._decisions = {}
@@ -62,6 +59,15 @@ class Expectation:
         self.last_trace = None
         self.last_aux = None  # (has_aux=True: what the model returned beside its cost)
 
+    @property
+    def n(self):
+        """The number of draws per call (a positive int)."""
+        return self._n
+
+    @n.setter
+    def n(self, n):
+        self._n = _checked_n(n)
+
     def __call__(self, *args, **kwargs):
         out = self._objective(args, kwargs)
         if self.has_aux and current_level() <= effects.floor():  # (not under scg.grad)
@@ -70,7 +76,7 @@ class Expectation:
 
     # what a call depends on besides its arguments (for scg.jit's key): the model, the
     # number of draws, the generator (by identity), the estimators chosen so far
-    __fingerprint_attrs__ = ("model", "n", "estimators", "rng", "_decisions", "_plan",
+    __fingerprint_attrs__ = ("model", "_n", "estimators", "rng", "_decisions", "_plan",
                              "has_aux")
 
     def __getstate__(self):
@@ -229,6 +235,13 @@ def _check_estimators(estimators):
     return estimators
 
 
+def _checked_n(n):
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"n must be a positive int (the number of draws), got {n!r}")
+    check_n(int(n))
+    return int(n)
+
+
 def _plain_aux(leaf, n):
     """An aux leaf as the caller gets it: a per-draw value as its n draws (the main copy's
     rows), a traced one as its value."""
@@ -379,6 +392,7 @@ def trace(model, *args, n=1, seed=None, **kwargs):
         >>> t = scg.trace(model, theta, n=4, seed=0)
         >>> print(t.explain())
     """
+    n = _checked_n(n)
     rng = _generator(seed)
     with new_level() as level:
         traced = _Traced(args, tuple(range(len(args))), level, floats_only=True)

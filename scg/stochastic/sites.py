@@ -537,6 +537,9 @@ def add_cost(run, msg):
     """Perform a "cost" message in `run`: check the value and record the cost."""
     name, value = msg.name, msg.fields["value"]
     run.check_new_name(name)
+    if value is None or isinstance(value, (str, bytes, dict, list, tuple)):
+        raise TypeError(f"cost {name!r} must be a number or an array of numbers (per draw "
+                        f"or shared), got {type(value).__name__} {value!r:.60}")
     bad = count_nonfinite(strip(value))
     if bad:
         raise FloatingPointError(f"cost {name!r} is not finite for {bad} of "
@@ -628,7 +631,7 @@ def close_plate(run, msg):
 
 
 # ---------------------------------------------------------------------- blackbox
-def blackbox(fn):
+def blackbox(fn, vectorize=False):
     """Wrap a numpy function of physical arrays as a node without derivative.
 
     Inside a model, `fn` receives per-sample arguments as arrays with a leading axis of
@@ -636,10 +639,16 @@ def blackbox(fn):
     scg.Enumerate() evaluates copies of the run) and must return such an array. Sites
     upstream of a black box are estimated by the score function under estimator="auto".
 
+    With `vectorize=True`, `fn` is written for one draw: it is called on each row (each
+    draw's arguments) and the results are stacked.
+
     Example:
         >>> simulate = scg.blackbox(lambda x: np.round(x))
+        >>> step = scg.blackbox(lambda x: 1.0 if x > 0 else 0.0, vectorize=True)
     """
-    return BlackBox(fn)
+    if not isinstance(vectorize, (bool, np.bool_)):
+        raise TypeError(f"scg.blackbox: vectorize must be True or False, got {vectorize!r}")
+    return BlackBox(fn, bool(vectorize))
 
 
 class BlackBox:
@@ -648,8 +657,9 @@ class BlackBox:
 
     scg_blackbox = True
 
-    def __init__(self, fn):
+    def __init__(self, fn, vectorize=False):
         self.fn = fn
+        self.vectorize = vectorize
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args, **kwargs):
@@ -668,9 +678,29 @@ class BlackBox:
             return strip(a)
 
         inputs = [a for a in list(args) + list(kwargs.values()) if per_draw(a)]
-        # (a copy: fn may return a buffer of its own that it changes on the next call)
-        out = np.array(fn(*[plain(a) for a in args],
-                          **{k: plain(v) for k, v in kwargs.items()}), dtype=float)
+        call_args = [plain(a) for a in args]
+        call_kwargs = {k: plain(v) for k, v in kwargs.items()}
+        rowwise = {id(a) for a in inputs}
+        try:
+            if self.vectorize and inputs:
+                rows = inputs[0].n
+                pick = [i for i, a in enumerate(args) if id(a) in rowwise]
+                keys = [k for k, v in kwargs.items() if id(v) in rowwise]
+
+                def row(r):
+                    a = [x[r] if i in pick else x for i, x in enumerate(call_args)]
+                    kw = {k: (v[r] if k in keys else v) for k, v in call_kwargs.items()}
+                    return fn(*a, **kw)
+                out = np.array([row(r) for r in range(rows)], dtype=float)
+            else:
+                # (a copy: fn may return a buffer of its own that it changes on the next call)
+                out = np.array(fn(*call_args, **call_kwargs), dtype=float)
+        except Exception as error:
+            if inputs and not self.vectorize:
+                error.add_note(f"(scg.blackbox {getattr(fn, '__name__', fn)!r} receives the n "
+                               "draws as rows: arrays of shape (n, ...). If it is written for "
+                               "one draw, wrap it as scg.blackbox(fn, vectorize=True))")
+            raise
         if not inputs:
             return out
         n = inputs[0].n
