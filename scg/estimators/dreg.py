@@ -68,13 +68,19 @@ class Proposal:
                 for k, v in family_of(dist).params.items()}
         return log_prob(dist._rebuild(held), value)
 
-    def fill(self, bound, weights):
-        """The bound over the particles' plate reached: w~ (rows, K) laid out on the draw's
-        physical shape (rows, *batch with K at the plate's dim, *event), stopped."""
+    def fill(self, bound, weights, other_plates=()):
+        """The bound over the particles' plate reached: w~ (rows, *other plates, K) laid
+        out on the draw's physical shape (rows, *batch with each plate at its dim, *event),
+        stopped."""
         self.bound = bound
-        shape = [weights.shape[0]] + [1] * (self.batch_ndim + self.event_ndim)
-        shape[1 + self.batch_ndim + bound.plate.dim] = weights.shape[-1]
-        self.factor.value = R.reshape(weights, tuple(shape))
+        plates = list(other_plates) + [bound.plate]
+        at = [1 + self.batch_ndim + p.dim for p in plates]  # (each axis's place)
+        order = sorted(range(len(plates)), key=lambda k: at[k])
+        shape = [R.shape(weights)[0]] + [1] * (self.batch_ndim + self.event_ndim)
+        for k in plates:
+            shape[1 + self.batch_ndim + k.dim] = k.size
+        moved = R.transpose(weights, (0,) + tuple(1 + k for k in order))
+        self.factor.value = R.reshape(moved, tuple(shape))
 
 
 def normalized_weights(w):

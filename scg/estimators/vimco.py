@@ -20,8 +20,8 @@ class VIMCO(Score):
     """The score function with VIMCO's per-particle control variate.
 
     For a site inside the plate of a `scg.logmeanexp` bound downstream of it (K >= 2
-    particles, the bound one number per draw, its own cost or a multiple of one). First
-    derivatives only.
+    particles; other plates around them, such as a minibatch's data points, each with its
+    own bound; the bound its own cost or a multiple of one). First derivatives only.
 
     Example:
         >>> with scg.plate("particles", K):
@@ -39,22 +39,24 @@ class VIMCO(Score):
         if not ctx.has_downstream(site):
             return None
         bound = self._bound(site, ctx)
-        w = bound.plain_log_weights()
-        if len(w.shape) != 2:
+        if ctx.copies:
+            raise EstimatorError(f"site {site.name!r}: scg.VIMCO() with copies of the run "
+                                 "(another site's estimator evaluates copies) is not supported")
+        w = bound.plain_log_weights()  # (rows, *other plates, K)
+        other = bound.other_plates()
+        kinds = set()
+        weight = bound_multiple(site, ctx, bound, "scg.VIMCO()", kinds=kinds, other=other)
+        if len(kinds) > 1:
             raise EstimatorError(
-                f"site {site.name!r}: scg.VIMCO() needs the bound over plate "
-                f"{bound.plate.name!r} to be one number per draw (its log-weights of shape "
-                f"(K,) per draw, not {w.shape[1:]}); sum other axes into the log-weights, or "
-                "use scg.Score('loo')")
-        weight = bound_multiple(site, ctx, bound, "scg.VIMCO()")
+                f"site {site.name!r}: the costs that are multiples of the bound lie along "
+                f"different plates ({', '.join(p.name for p in other)} in some, not in "
+                "others); give the bound one cost")
         q = ctx.q(site)
-        if q.shape != w.shape:
-            raise EstimatorError(
-                f"site {site.name!r}: scg.VIMCO() serves a site in the bound's plate "
-                f"{bound.plate.name!r} and no other plate, without copies of the run (its "
-                f"costs per draw have shape {q.shape[1:]}, its particles {w.shape[1:]})")
-        advantage = q - weight * effects.opaque(leave_one_out_bounds, w)
-        return linear_term(ctx.log_prob(site), ctx.spread(advantage, site), 1.0 / ctx.n)
+        grid = ctx.grid
+        places = tuple(grid.axis(p) for p in other) + (grid.axis(bound.plate),)
+        baseline = effects.opaque(_control, w, places, len(q.shape), kinds.pop() == "each")
+        return linear_term(ctx.log_prob(site), ctx.spread(q - weight * baseline, site),
+                           1.0 / ctx.n)
 
     def _bound(self, site, ctx):
         for bound in ctx.trace.bounds:
@@ -92,12 +94,20 @@ class VIMCO(Score):
         return "VIMCO()"
 
 
-def bound_multiple(site, ctx, bound, who, every=False):
+def bound_multiple(site, ctx, bound, who, every=False, kinds=None, other=()):
     """a: the sum of the multiples of the bound among the site's downstream costs (with
-    `every`, each of them must be one)."""
+    `every`, each of them must be one). `kinds` collects, for each, whether it lies
+    along the bound's other plates ("each": a cost per element) or not ("total")."""
     L = bound.plain_result()
     total, found = 0.0, False
     for c in ctx.trace.downstream_costs(site):
+        if kinds is not None:
+            along = [p in c.plates for p in other]
+            if any(along) and not all(along):
+                raise EstimatorError(
+                    f"site {site.name!r}: cost {c.name!r} lies along some of the bound's "
+                    "plates and not others; compute it per element of all or none")
+            kinds.add("each" if all(along) and other else "total")
         # (one operation of plain values, and a check every later run meets too)
         fit = effects.opaque(_fit_multiple, effects.asarray(
             getattr(c.value, "value", c.value), dtype=float), L)
@@ -121,7 +131,9 @@ def bound_multiple(site, ctx, bound, who, every=False):
 
 
 def _fit_multiple(v, L):
-    """[a, 1] if the cost v (rows, ...) summed per draw is a * L, else [a, 0]."""
+    """[a, 1] if the cost v (rows, ...) summed per draw is a * L (summed per draw), else
+    [a, 0]."""
+    L = L.reshape(L.shape[:1] + (-1,)).sum(axis=1)
     per_draw = np.broadcast_to(v.reshape(v.shape[:1] + (-1,)).sum(axis=1) if v.ndim else v,
                                L.shape)
     scale = float(np.dot(per_draw, L) / np.dot(L, L)) if np.any(L) else 0.0
@@ -131,6 +143,24 @@ def _fit_multiple(v, L):
 
 def _fits(fit):
     return fit[1] == 1.0
+
+
+def _control(w, places, ndim, each):
+    """The control variate of every particle, laid out as the site's costs q: the bound
+    with the particle's log-weight replaced by the others' mean, and, for a cost of all
+    the elements ("total"), the other elements' bounds beside it. w: (rows, *other, K)."""
+    K = w.shape[-1]
+    L = np.logaddexp.reduce(w, axis=-1, keepdims=True) - np.log(K)
+    loo = leave_one_out_bounds(w.reshape(-1, K)).reshape(w.shape)
+    if not each:  # (the cost holds every element's bound: only this one's changes)
+        others = tuple(range(1, w.ndim - 1))
+        loo = loo + (np.sum(L, axis=others, keepdims=True) - L)
+    order = sorted(range(len(places)), key=lambda k: places[k])
+    moved = np.transpose(loo, (0,) + tuple(1 + k for k in order))
+    shape = [w.shape[0]] + [1] * (ndim - 1)
+    for k, at in enumerate(places):
+        shape[at] = w.shape[1 + k]
+    return moved.reshape(shape)
 
 
 def leave_one_out_bounds(w):

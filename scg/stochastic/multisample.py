@@ -33,6 +33,22 @@ class Bound:
         return effects.opaque(_plate_axis_last, effects.asarray(self.log_weights.value,
                                                                 dtype=float), axis + 1)
 
+    def other_plates(self):
+        """The plates of the log-weights' other axes, in their order (each axis must lie
+        along one plate: the data points around the particles, say)."""
+        out = []
+        for label in self.log_weights.axes:
+            if self.plate in label:
+                continue
+            if len(label) != 1:
+                raise ValueError(
+                    f"scg.logmeanexp(..., plate={self.plate.name!r}): the log-weights have an "
+                    "axis that lies along no plate (or along several); a multi-sample "
+                    "estimator needs every other axis to be a plate's (sum the others into "
+                    "the log-weights)")
+            out.append(next(iter(label)))
+        return out
+
     def plain_result(self):
         """The bound's value as a plain array (rows, *other axes)."""
         v = self.result.value if isinstance(self.result, PerSample) else self.result
@@ -81,10 +97,5 @@ def logmeanexp(value, plate):
         if frame in proposal.plates and proposal.name in value.deps.up and \
                 (frame, proposal.name) not in value.mixed:
             w = bound.plain_log_weights()
-            if len(w.shape) != 2:
-                raise ValueError(
-                    f"site {proposal.name!r}: scg.Pathwise(dreg=True) needs the bound over "
-                    f"plate {plate!r} to be one number per draw (log-weights of shape (K,) "
-                    f"per draw, not {w.shape[1:]}); sum other axes into the log-weights")
-            proposal.fill(bound, effects.opaque(normalized_weights, w))
+            proposal.fill(bound, effects.opaque(normalized_weights, w), bound.other_plates())
     return result
