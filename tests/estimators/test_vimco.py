@@ -165,3 +165,14 @@ def test_a_data_plate_around_the_particles(per_element):
         assert np.all(np.abs(z) < 5), (label, per_element, gs.mean, exact, z)
         rows[label] = gs.var
     assert np.all(rows["vimco"] < rows["loo"]), rows
+
+
+def test_a_data_plate_around_the_particles_under_jit():
+    phi = np.array([0.4, -0.6])
+    for per_element in (True, False):
+        E, Ej = (scg.expectation(_two_plates(scg.VIMCO(), per_element), n=16, seed=1)
+                 for _ in range(2))
+        step = scg.jit(scg.grad(Ej))
+        for _ in range(5):
+            np.testing.assert_allclose(step(phi), scg.grad(E)(phi), rtol=1e-12, atol=1e-14)
+        assert step.stats["replays"] >= 2, step.explain()
