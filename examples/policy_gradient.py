@@ -153,10 +153,10 @@ def _plot_training(plt, hist_score, hist_path, n, out_dir):
         k = max(len(hist) // 40, 1)
         axes[2].plot(steps[k - 1:], _smooth(hist[:, 0], k), color=color, label=label)
     axes[0].axhline(TARGET, color="k", ls="--", lw=1, label="target 3")
-    axes[0].set(title="policy mean mu", xlabel="step")
-    axes[1].set(title="policy std", xlabel="step", yscale="log")
+    axes[0].set(title="policy mean mu", xlabel="step", ylabel="mu")
+    axes[1].set(title="policy std", xlabel="step", ylabel="std", yscale="log")
     axes[2].set(title=f"cost (3 - a)^2, {n} draw(s)/step, running mean", xlabel="step",
-                yscale="log")
+                ylabel="cost", yscale="log")
     for ax in axes:
         ax.legend()
     fig.suptitle("Gaussian policy from a 1-20-30-2 MLP, Adam: learning to act near 3")

@@ -140,6 +140,10 @@ class Comparison:
             bins = np.linspace(lo, hi, 60) if hi > lo else 30
             for label, s in drawn:
                 left.hist(s, bins=bins, histtype="step", density=True, label=str(label))
+            if self.has_reference:  # (the exact value: any row's mean minus its bias)
+                row = next(iter(self.rows.values()))
+                exact = _flat(row.mean)[coordinate] - _flat(row.bias)[coordinate]
+                left.axvline(exact, color="k", lw=1.2, label=f"exact {exact:.4g}")
             left.legend(fontsize=8)
         name = self.names[coordinate] if self.names else str(coordinate)
         left.set_xlabel(f"per-draw estimate of the gradient's coordinate {name}")
