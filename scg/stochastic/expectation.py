@@ -6,6 +6,7 @@ import weakref
 import numpy as np
 
 from ..core import effects, pytree
+from ..core.reach import generators_reachable
 from ..differential_operators import _Traced, reverse
 from ..core.tape import (Box, Tracer, backward, current_level, dropped_at, new_level, new_root,
                          strip)
@@ -81,7 +82,8 @@ class Expectation:
 
     def __getstate__(self):
         # the last trace holds the tape of the last call: not part of the expectation
-        return {k: v for k, v in self.__dict__.items() if k != "last_trace"}
+        return {k: v for k, v in self.__dict__.items()
+                if k not in ("last_trace", "_model_generators")}
 
     def __setstate__(self, state):
         self.__dict__.update(state)
@@ -100,7 +102,8 @@ class Expectation:
         trace, (objective, updates) = run_model(
             self.model, args, kwargs, n=self.n, rng=self.rng, decisions=self._decisions,
             reasons=self._reasons, wrap_args=wrap_args, build=build, plan=self._plan,
-            estimators=self.estimators, has_aux=self.has_aux)
+            estimators=self.estimators, has_aux=self.has_aux,
+            generators=self._generators() + generators_reachable((args, kwargs)))
         self._calls[0] += 1
         if isinstance(self.estimators, dict) and self._calls[0] == 1:
             unknown = [k for k in self.estimators if k not in trace.sites]
@@ -118,6 +121,14 @@ class Expectation:
         if self.has_aux:
             self.last_aux = pytree.tree_map(lambda leaf: _plain_aux(leaf, self.n), trace.aux)
         return objective
+
+    def _generators(self):
+        """The numpy Generators the model reaches (looked for once: its closures change
+        rarely, and the walk costs microseconds per call)."""
+        found = self.__dict__.get("_model_generators")
+        if found is None:
+            found = self._model_generators = generators_reachable(self.model)
+        return found
 
     def no_path_message(self, name):
         message = (f"no cost of the model depends on {name}: not through a sampling path, "

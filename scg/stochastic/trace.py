@@ -7,6 +7,7 @@ import networkx as nx
 import numpy as np
 
 from ..core import effects, random_state
+from ..core.reach import generators_reachable
 from ..core.tape import Box, new_level, strip
 from ..errors import BiasWarning, EstimatorError, RandomnessWarning, TracingError
 from ..numpy import rules as R
@@ -321,7 +322,7 @@ class Replan(Exception):
 
 def run_model(model, args, kwargs, *, n, rng, decisions, reasons, record=False,
               param_names=None, wrap_args=None, build=None, plan=None, estimators=None,
-              has_aux=False):
+              has_aux=False, generators=None):
     """Run `model` for n draws, re-running with the same randomness until every "auto"
     site's estimator is valid and the copies that estimators need are laid out (`plan`,
     kept by the caller across calls). `build(trace)` runs inside the batching level (the
@@ -338,6 +339,12 @@ def run_model(model, args, kwargs, *, n, rng, decisions, reasons, record=False,
             "inner average as a cost. (scg.grad of a plain function is fine inside a model.)")
     state = random_state.save_position(rng)
     plan = {} if plan is None else plan
+    # the model's own generators (closures, arguments): a draw from one is shared by all
+    # n draws; the expectation's generator is not among them
+    if generators is None:
+        generators = generators_reachable((model, args, kwargs))
+    own = [g for g in generators if g is not rng]
+    before = [random_state.save_position(g) for g in own]
     for _ in range(1000):
         with new_level() as level:
             trace = Trace(n, rng, level, decisions, reasons, record, param_names, plan,
@@ -376,6 +383,9 @@ def run_model(model, args, kwargs, *, n, rng, decisions, reasons, record=False,
                 _close(trace, choice)
             if random_state.global_random_position() != numpy_state:
                 _warn_numpy_random(model)
+            if any(random_state.save_position(g) != b for g, b in zip(own, before)):
+                _warn_own_generator(model)
+                before = [random_state.save_position(g) for g in own]  # (warned once)
             invalid = {s: w for s, w in trace.rough_sites().items()
                        if trace.sites[s].reason != "requested"}
             if not invalid:
@@ -412,6 +422,16 @@ def _rewind(rng, position):
 
 def _count(counter):
     counter[0] += 1
+
+
+def _warn_own_generator(model):
+    warnings.warn(
+        f"the model {getattr(model, '__name__', model)!r} drew random numbers from a numpy "
+        "Generator of its own (rng.normal(), rng.random(), ...): such a number is drawn once "
+        "and shared by all n draws, so the estimate and its standard error are wrong. "
+        "Randomness in a model comes only from scg.sample('name', dist), for example "
+        "scg.sample('noise', scg.Normal(0.0, 1.0)) instead of rng.normal()",
+        RandomnessWarning, stacklevel=4)
 
 
 def _warn_numpy_random(model):

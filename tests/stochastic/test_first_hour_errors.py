@@ -78,3 +78,32 @@ def test_a_hessian_through_straight_through_gumbel_softmax_is_refused():
         return np.sum(b * t)
     with pytest.raises(scg.EstimatorError, match="first derivatives only"):
         scg.hessian(scg.expectation(coins, n=4, seed=0))(np.array([0.1, 0.2]))
+
+
+def test_a_generator_of_the_model_s_own_draws_one_number_for_all_draws_and_warns():
+    rng = np.random.default_rng(0)
+
+    def closes_over(mu):
+        x = scg.sample("x", scg.Normal(mu, 1.0))
+        return (x + rng.normal()) ** 2
+
+    def takes_it(mu, gen):
+        return (scg.sample("x", scg.Normal(mu, 1.0)) + gen.normal()) ** 2
+
+    with pytest.warns(scg.RandomnessWarning, match="a numpy Generator of its own"):
+        scg.expectation(closes_over, n=10, seed=1)(0.0)
+    with pytest.warns(scg.RandomnessWarning, match="a numpy Generator of its own"):
+        scg.expectation(takes_it, n=10, seed=1)(0.0, np.random.default_rng(2))
+    with pytest.warns(scg.RandomnessWarning, match="a numpy Generator of its own"):
+        scg.trace(closes_over, 0.0, n=4)
+
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", scg.RandomnessWarning)
+        # the expectation's own generator, and a generator the model reaches but does not
+        # draw from, are fine
+        scg.expectation(lambda mu: scg.sample("x", scg.Normal(mu, 1.0)) ** 2, n=10,
+                        seed=rng)(0.0)
+        unused = np.random.default_rng(3)
+        scg.expectation(lambda mu: scg.sample("x", scg.Normal(mu, 1.0)) ** 2 +
+                        0.0 * (unused is None), n=10, seed=1)(0.0)
