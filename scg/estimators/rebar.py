@@ -1,5 +1,6 @@
 """REBAR: the score function with the concrete relaxation as control variate (Tucker, Mnih,
-Maddison, Lawson and Sohl-Dickstein 2017), for Bernoulli sites.
+Maddison, Lawson and Sohl-Dickstein 2017), for Bernoulli and OneHotCategorical sites (the
+categorical one with Gumbel noise and its conditional, described at `_draw_categorical`).
 
 With logistic noise, z = a + log u - log(1 - u) (a the logits) and b = 1[z > 0] is the
 site's draw; given b, the noise is uniform on the part of (0, 1) that gives b, so a
@@ -29,7 +30,8 @@ _TINY = np.finfo(float).tiny
 
 
 class REBAR(Estimator):
-    """REBAR for Bernoulli sites: unbiased at any temperature and scale.
+    """REBAR for Bernoulli and OneHotCategorical sites: unbiased at any temperature and
+    scale.
 
     Args:
         temperature: T > 0 of the relaxation sigmoid(z / T).
@@ -64,10 +66,15 @@ class REBAR(Estimator):
 
     def check(self, name, dist):
         family = type(family_of(dist)).__name__
-        if family != "Bernoulli":
+        if family not in ("Bernoulli", "OneHotCategorical"):
             raise EstimatorError(
-                f"site {name!r}: scg.REBAR() serves Bernoulli sites here, not {family}; use "
-                "scg.Score('loo'), scg.DisARM() or scg.Enumerate()")
+                f"site {name!r}: scg.REBAR() serves Bernoulli and OneHotCategorical sites, not "
+                f"{family}; use scg.Score('loo'), scg.DisARM() or scg.Enumerate()")
+        if family == "OneHotCategorical" and family_of(dist).params.get("logits") is None:
+            raise EstimatorError(
+                f"site {name!r}: scg.REBAR() for OneHotCategorical needs logits= (its Gumbel "
+                "noise and the conditional noise are paths in the log-probabilities); give "
+                "logits=np.log(probs), or use scg.Score('loo') with probs=")
 
     def copies(self, name, dist, plates):
         return 3
@@ -76,6 +83,8 @@ class REBAR(Estimator):
         u = np.clip(effects.asarray(d.uniform()), _TINY, 1.0 - np.finfo(float).epsneg)
         v = np.clip(effects.asarray(d.draws(lambda dist, rng, shape: rng.random(
             dist._extended_shape(shape)))), _TINY, 1.0 - np.finfo(float).epsneg)
+        if type(family_of(d.dist)).__name__ == "OneHotCategorical":
+            return self._draw_categorical(d, u, v)
         logits = _logits(family_of(d.dist))
         p = R.sigmoid(logits)
         p_plain = effects.asarray(p, dtype=float)
@@ -95,6 +104,32 @@ class REBAR(Estimator):
                                       R.sigmoid(R.divide(z, T))),
                            R.multiply(d.per_draw((copy == 2).astype(float)),
                                       R.sigmoid(R.divide(z_tilde, T)))))
+
+    def _draw_categorical(self, d, u, v):
+        """Gumbel noise: z = theta + G (theta the log-probabilities), b the one-hot argmax;
+        given b = k, z~_k = -log(-log v_k) and z~_i = -log(-log(v_i) e^(-theta_i) - log v_k)
+        for the others (Gumbels truncated below z~_k), along paths in theta; the
+        relaxation softmax(z / T)."""
+        theta = _log_probs(family_of(d.dist))
+        theta_plain = effects.asarray(theta, dtype=float)
+        gumbel = -np.log(-np.log(u))
+        b = effects.opaque(_one_hot_argmax, theta_plain + gumbel)
+        d.aux["b"], d.aux["p"] = b, np.exp(theta_plain)
+        T = self.temperature
+        z = R.add(theta, d.per_draw(gumbel))
+        minus_log_v = -np.log(v)
+        top = np.sum(b * minus_log_v, axis=-1, keepdims=True)  # (-log v_k, per element)
+        others = R.negative(R.log(R.add(R.multiply(d.per_draw(minus_log_v),
+                                                   R.exp(R.negative(theta))),
+                                        d.per_draw(np.broadcast_to(top, v.shape)))))
+        z_tilde = R.add(d.per_draw(b * -np.log(np.broadcast_to(top, v.shape))),
+                        R.multiply(d.per_draw(1.0 - b), others))
+        copy = d.copies.index(d.name).reshape((-1,) + (1,) * (u.ndim - 1))
+        return R.add(d.per_draw(np.where(copy == 0, b, 0.0)),
+                     R.add(R.multiply(d.per_draw((copy == 1).astype(float)),
+                                      R.softmax(R.divide(z, T), axis=-1)),
+                           R.multiply(d.per_draw((copy == 2).astype(float)),
+                                      R.softmax(R.divide(z_tilde, T), axis=-1))))
 
     def weight(self, site, ctx):
         # the costs at s(z) and s(z~) enter with +eta and -eta: their derivatives are the
@@ -118,9 +153,13 @@ class REBAR(Estimator):
         g = np.stack([advantage, np.zeros_like(advantage), np.zeros_like(advantage)],
                      axis=ctx.own_axis(site))
         spread = ctx.to_batch(ctx.spread(g, site), site)  # (rows, *batch), 0 off copy 0
-        score = linear_term(ctx.param(site, "logits") if family_of(site.dist).params.get(
-            "logits") is not None else _traced_logits_of_probs(site, ctx),
-            spread * (site.aux["b"] - site.aux["p"]), 1.0 / ctx.n)
+        categorical = type(family_of(site.dist)).__name__ == "OneHotCategorical"
+        if categorical:  # (d log p(b) / d theta = b - p over the categories)
+            spread = spread[..., None]
+        params = family_of(site.dist).params
+        theta = ctx.param(site, "logits") if params.get("logits") is not None else \
+            _traced_logits_of_probs(site, ctx)
+        score = linear_term(theta, spread * (site.aux["b"] - site.aux["p"]), 1.0 / ctx.n)
         # (the values eta f(s(z)) - eta f(s(z~)) that the weights put in the objective)
         return R.add(score, effects.opaque(_taken_out, f_z, f_zt, eta, ctx.n))
 
@@ -152,6 +191,14 @@ class REBAR(Estimator):
 def _taken_out(f_z, f_zt, eta, n):
     """-eta (f(s(z)) - f(s(z~))) summed over the draws, / n: a plain number."""
     return -eta * np.sum(f_z - f_zt) / n
+
+
+def _one_hot_argmax(z):
+    return (z == np.max(z, axis=-1, keepdims=True)).astype(float)
+
+
+def _log_probs(family):
+    return R.log_softmax(family.params["logits"], axis=-1)
 
 
 def _logits(family):

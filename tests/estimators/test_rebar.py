@@ -67,7 +67,15 @@ def test_errors():
 
     def normal(theta):
         return scg.sample("x", scg.Normal(theta, 1.0), estimator=scg.REBAR()) ** 2
-    with pytest.raises(scg.EstimatorError, match="serves Bernoulli sites"):
+    with pytest.raises(scg.EstimatorError, match="serves Bernoulli and OneHotCategorical"):
         scg.grad(scg.expectation(normal, n=4, seed=0))(0.3)
     with pytest.raises(scg.EstimatorError, match="first derivatives only"):
         scg.hessian(scg.expectation(toy(scg.REBAR()), n=8, seed=0))(np.array(0.3))
+
+
+def test_one_hot_categorical_needs_logits():
+    def with_probs(p):
+        k = scg.sample("k", scg.OneHotCategorical(probs=p), estimator=scg.REBAR())
+        return np.sum(k * np.arange(3.0))
+    with pytest.raises(scg.EstimatorError, match="needs logits="):
+        scg.grad(scg.expectation(with_probs, n=4, seed=0))(np.array([0.2, 0.3, 0.5]))
