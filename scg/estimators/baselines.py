@@ -262,15 +262,17 @@ class GRPO(Baseline):
 
 
 def warn_if_own_draw_counts(baseline, q, state, site):
-    """Warn (BiasWarning) when the baseline of draw 0 moves with draw 0's own cost.
+    """Warn (BiasWarning) when the baseline of draw 0 moves with draw 0's own cost, and
+    say whether it did (also at n = 1: a baseline updated with the current cost before
+    it is used moves with it).
 
     A baseline is unbiased only if b_i does not depend on draw i. The check moves q_0 and
     sees whether draw 0's advantage q_0 - b_0 moves by exactly as much; it runs on copies
     of the baseline and its state, so a baseline that changes itself when called (a user's
     `b = 0.9 b + 0.1 mean(q)`) is left as it was.
     """
-    if baseline.biased or q.shape[0] < 2 or type(baseline).__dict__.get("checked", False):
-        return
+    if baseline.biased or type(baseline).__dict__.get("checked", False):
+        return False
     bump = 1.0 + float(np.max(np.abs(q)))
     moved = np.array(q)
     moved[0] += bump
@@ -280,7 +282,7 @@ def warn_if_own_draw_counts(baseline, q, state, site):
         after = np.broadcast_to(
             copy.deepcopy(baseline).advantage(moved, copy.deepcopy(state)), q.shape)[0]
     except Exception:  # (the baseline cannot be copied or probed: the call itself decides)
-        return
+        return False
     if not np.allclose(after - before, bump, rtol=1e-6, atol=0.0):
         warnings.warn(
             f"site {site!r}: the baseline {baseline!r} uses each draw's own cost (moving the "
@@ -288,6 +290,8 @@ def warn_if_own_draw_counts(baseline, q, state, site):
             "gradient. An unbiased baseline for draw i may use past calls or the other "
             "draws only: scg.baselines.MovingAverage() (updated after each call) or 'loo'",
             BiasWarning, stacklevel=4)
+        return True
+    return False
 
 
 def as_baseline(spec):

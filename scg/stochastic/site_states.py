@@ -14,20 +14,22 @@ class SiteState:
         baseline: the baseline's state (a dict it updates after each call).
         estimator: the estimator's own state (a dict, for estimators that tune themselves).
         checked: whether the baseline was checked not to use its own draw's cost.
+        own_cost: whether that check found it did (the site's estimate is then biased).
     """
 
-    __slots__ = ("baseline", "estimator", "checked")
+    __slots__ = ("baseline", "estimator", "checked", "own_cost")
 
     def __init__(self):
         self.baseline = {}
         self.estimator = {}
         self.checked = False
+        self.own_cost = False
 
     def __getstate__(self):
-        return (self.baseline, self.estimator, self.checked)
+        return (self.baseline, self.estimator, self.checked, self.own_cost)
 
     def __setstate__(self, state):
-        self.baseline, self.estimator, self.checked = state
+        self.baseline, self.estimator, self.checked, self.own_cost = state
 
     def __repr__(self):
         return f"SiteState(baseline={self.baseline!r}, estimator={self.estimator!r})"

@@ -90,6 +90,7 @@ class Site:
     # the estimator's promises about its values (Estimator.promises), or the law's draws
     own_draws: bool = field(default=False, repr=False)
     draws_from_law: bool = field(default=False, repr=False)
+    biased: bool = field(default=False, repr=False)  # (its baseline uses its own cost)
 
     @property
     def value(self):

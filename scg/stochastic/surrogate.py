@@ -262,7 +262,9 @@ class SurrogateContext:
         site_state = self._states.of(name)
         if not site_state.checked:
             site_state.checked = True
-            warn_if_own_draw_counts(baseline, q, state, name)
+            site_state.own_cost = warn_if_own_draw_counts(baseline, q, state, name)
+        if site_state.own_cost:  # (explain() says so, on every call)
+            self.trace.sites[name].biased = True
 
     def update_baseline(self, name, baseline, q, state):
         self.updates.append((name, baseline, q, state))

@@ -255,7 +255,7 @@ class Trace(effects.Handler):
             lines.append(f"  {s.name} ~ {s.dist!r}{_in_plates(s.plates)}: {est.describe(s)}")
             lines.append(f"      because {s.reason}")
             evaluations = est.evaluations(s)
-            lines.append(f"      {'biased' if est.biased else 'unbiased'}; "
+            lines.append(f"      {'biased' if est.biased or s.biased else 'unbiased'}; "
                          f"{evaluations} evaluation{'s' if evaluations != 1 else ''} of the "
                          "model downstream per draw")
             lines += [f"      {line}" for line in est.explain_terms(s, self)]
