@@ -7,9 +7,8 @@ from ..core import effects
 
 from ..distributions.base import family_of
 from ..errors import EstimatorError
-from ..numpy import rules as R
 from .base import Estimator
-from .terms import linear_term
+from .terms import linear_term, traced_logits
 
 
 def _sigmoid(x):
@@ -61,7 +60,7 @@ class DisARM(Estimator):
         half_diff = 0.5 * (f_b - f_mirror)
         g = np.stack([half_diff, np.zeros_like(half_diff)], axis=ctx.own_axis(site))
         spread = ctx.to_batch(ctx.spread(g, site), site)  # (rows, *batch), 0 on b~'s rows
-        return linear_term(_traced_logits(site, ctx), spread * site.aux["factor"],
+        return linear_term(traced_logits(site, ctx), spread * site.aux["factor"],
                            1.0 / ctx.n)
 
     def dice_log_prob(self, site, ctx):
@@ -85,10 +84,3 @@ def _probs(params):
         return _sigmoid(effects.asarray(params["logits"], dtype=float))
     return effects.asarray(params["probs"], dtype=float)
 
-
-def _traced_logits(site, ctx):
-    params = family_of(site.dist).params
-    if params.get("logits") is not None:
-        return ctx.param(site, "logits")
-    p = ctx.param(site, "probs")
-    return R.subtract(R.log(p), R.log1p(R.negative(p)))

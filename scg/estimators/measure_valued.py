@@ -104,7 +104,7 @@ class MeasureValued(Estimator):
             size = lay.categories
             onehot = np.eye(size) if lay.family == "OneHotCategorical" else np.arange(size)
             places = tuple(((rows[copy],) + index, onehot[k]) for _, index, k, copy in lay.slots)
-            return effects.opaque(_placed, base, places, ())
+            return effects.opaque(_placed, base, places)
         places, taken = [], []
         for key in lay.keys:
             pair = d.draws(lambda dist, rng, shape, key=key:
@@ -276,7 +276,7 @@ def _assembled(shape, places, values):
     return out
 
 
-def _placed(base, places, _):
+def _placed(base, places):
     """The draws with each copy's elements set to the values of its slot."""
     value = np.array(base)
     for where, v in places:

@@ -24,7 +24,7 @@ from ..distributions.base import family_of
 from ..errors import EstimatorError
 from ..numpy import rules as R
 from .base import Estimator
-from .terms import linear_term
+from .terms import linear_term, traced_logits
 
 _TINY = np.finfo(float).tiny
 
@@ -156,9 +156,9 @@ class REBAR(Estimator):
         categorical = type(family_of(site.dist)).__name__ == "OneHotCategorical"
         if categorical:  # (d log p(b) / d theta = b - p over the categories)
             spread = spread[..., None]
-        params = family_of(site.dist).params
-        theta = ctx.param(site, "logits") if params.get("logits") is not None else \
-            _traced_logits_of_probs(site, ctx)
+        # (the logits: a OneHotCategorical site has them, see check; a Bernoulli's may come
+        # from its probs)
+        theta = traced_logits(site, ctx)
         score = linear_term(theta, spread * (site.aux["b"] - site.aux["p"]), 1.0 / ctx.n)
         # (the values eta f(s(z)) - eta f(s(z~)) that the weights put in the objective)
         return R.add(score, effects.opaque(_taken_out, f_z, f_zt, eta, ctx.n))
@@ -208,7 +208,3 @@ def _logits(family):
     p = params["probs"]
     return R.subtract(R.log(p), R.log1p(R.negative(p)))
 
-
-def _traced_logits_of_probs(site, ctx):
-    p = ctx.param(site, "probs")
-    return R.subtract(R.log(p), R.log1p(R.negative(p)))

@@ -3,6 +3,7 @@
 import numpy as np
 
 from ..core.tape import Primitive, defvjp
+from ..distributions.base import family_of
 from ..numpy import rules as R
 
 
@@ -26,3 +27,13 @@ def _linear_term_vjp(g, ans, x, weight, scale):
 
 
 defvjp(linear_term, _linear_term_vjp)
+
+
+def traced_logits(site, ctx):
+    """The logits of a Bernoulli site, traced in the parameters: as given, or log p -
+    log(1 - p) of its probs."""
+    if family_of(site.dist).params.get("logits") is not None:
+        return ctx.param(site, "logits")
+    p = ctx.param(site, "probs")
+    return R.subtract(R.log(p), R.log1p(R.negative(p)))
+

@@ -54,7 +54,8 @@ class VIMCO(Score):
         q = ctx.q(site)
         grid = ctx.grid
         places = tuple(grid.axis(p) for p in other) + (grid.axis(bound.plate),)
-        baseline = effects.opaque(_control, w, places, len(q.shape), kinds.pop() == "each")
+        baseline = effects.opaque(_control, w, bound.plain_result(), places, len(q.shape),
+                                  kinds.pop() == "each")
         return linear_term(ctx.log_prob(site), ctx.spread(q - weight * baseline, site),
                            1.0 / ctx.n)
 
@@ -145,14 +146,15 @@ def _fits(fit):
     return fit[1] == 1.0
 
 
-def _control(w, places, ndim, each):
+def _control(w, bound, places, ndim, each):
     """The control variate of every particle, laid out as the site's costs q: the bound
     with the particle's log-weight replaced by the others' mean, and, for a cost of all
-    the elements ("total"), the other elements' bounds beside it. w: (rows, *other, K)."""
+    the elements ("total"), the other elements' bounds beside it. w: (rows, *other, K),
+    bound: the bound's value (rows, *other)."""
     K = w.shape[-1]
-    L = np.logaddexp.reduce(w, axis=-1, keepdims=True) - np.log(K)
     loo = leave_one_out_bounds(w.reshape(-1, K)).reshape(w.shape)
     if not each:  # (the cost holds every element's bound: only this one's changes)
+        L = np.asarray(bound)[..., None]
         others = tuple(range(1, w.ndim - 1))
         loo = loo + (np.sum(L, axis=others, keepdims=True) - L)
     order = sorted(range(len(places)), key=lambda k: places[k])

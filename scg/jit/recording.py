@@ -115,7 +115,7 @@ class _Recording(Handler):
                 return self.const(a)
             inner = ", ".join(self._expr(x) for x in a)
             return f"({inner},)" if t is tuple else f"[{inner}]"
-        if t is Ref:
+        if t is State:
             name = self.ref(a.obj)
             if a.own:
                 self.own.add(name)
@@ -152,7 +152,7 @@ class _Recording(Handler):
                         "np.seterr): a replay would run under the caller's")
         raw = [_concrete(a) for a in args]
         kw = {k: _concrete(v) for k, v in kwargs.items()} if kwargs else {}
-        if self.written and any(type(a) is Ref and id(a.obj) in self.written for a in args):
+        if self.written and any(type(a) is State and id(a.obj) in self.written for a in args):
             self.refuse("state updated during the call is read again in the same call (an "
                         "expectation with a stateful baseline called twice in one call): its "
                         "updates are applied when the call returns")
@@ -228,7 +228,7 @@ class _Recording(Handler):
         if self.immediate:
             self.run_effects()
         for a in args:
-            if type(a) is Ref:
+            if type(a) is State:
                 self.written.add(id(a.obj))
         parts = ", ".join(self._expr(a) for a in args)
         self.effects.append(f"{self.ref(fn)}({parts})")
@@ -340,7 +340,7 @@ def _concrete(a):
         return a.concrete
     if (t is tuple or t is list) and any(_holds_var(x) for x in a):
         return t(_concrete(x) for x in a)
-    if t is Ref:
+    if t is State:
         return a.obj
     return a
 
@@ -376,9 +376,6 @@ def same(a, b):
     if type(a) is float:  # (bit for bit: -0.0 is not 0.0, nan is nan)
         return np.float64(a).tobytes() == np.float64(b).tobytes()
     return a == b
-
-
-Ref = State  # (objects used by identity: scg/core/effects.py)
 
 
 class Var(Tracer):
@@ -515,7 +512,8 @@ def _first_var(a):
     return None
 
 
-_PLUMBING = ("/scg/core/replay.py", "/scg/numpy/dispatch.py", "/numpy/_core/fromnumeric.py")
+_PLUMBING = ("/scg/jit/recording.py", "/scg/core/effects.py", "/scg/numpy/dispatch.py",
+             "/numpy/_core/fromnumeric.py")
 
 
 def _where(why):

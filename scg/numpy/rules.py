@@ -428,9 +428,14 @@ defvjp(clip, lambda g, ans, x, lo, hi: unbroadcast(where(_clip_inside(x, lo, hi)
 _SUM_PASSES_MIN = 512  # float64 entries from which _sum tries its passes for large arrays
 
 
+def _broadcast_view(x):
+    """Does the array x repeat its entries along an axis (a stride of 0 there)?"""
+    return x.ndim >= 2 and 0 in x.strides and \
+        any(st == 0 and n > 1 for st, n in zip(x.strides, x.shape))
+
+
 def _sum(x, axis=None, keepdims=False):
-    if type(x) is np.ndarray and x.ndim >= 2 and 0 in x.strides and x.dtype == np.float64 \
-            and any(st == 0 and n > 1 for st, n in zip(x.strides, x.shape)):
+    if type(x) is np.ndarray and x.dtype == np.float64 and _broadcast_view(x):
         # a broadcast (a cotangent spread over the elements): its repeated axes once
         return _sum_large(x, axis, keepdims)
     if type(x) is np.ndarray and x.size >= _SUM_PASSES_MIN and x.dtype == np.float64:
@@ -452,8 +457,7 @@ def _sum(x, axis=None, keepdims=False):
 def _inline_sum(args, kwargs, ans, exprs, named, const):
     x = args[0]
     if type(x) is not np.ndarray or (x.size >= _SUM_PASSES_MIN and x.dtype == np.float64) \
-            or len(args) > 1 or (x.ndim >= 2 and any(
-                st == 0 and n > 1 for st, n in zip(x.strides, x.shape))):
+            or len(args) > 1 or _broadcast_view(x):
         return None  # (the call of _sum: its passes, or a broadcast's repeated axes once)
     axis = named.get("axis", "None")
     keepdims = named.get("keepdims", "False")

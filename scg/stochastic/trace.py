@@ -9,7 +9,7 @@ import numpy as np
 from ..core import effects, random_state
 from ..core.reach import generators_reachable
 from ..core.tape import Box, new_level, strip
-from ..errors import BiasWarning, EstimatorError, RandomnessWarning, TracingError
+from ..errors import BiasWarning, RandomnessWarning, TracingError
 from ..numpy import rules as R
 from .persample import PerSample
 from .plates import label_op
@@ -350,9 +350,8 @@ def run_model(model, args, kwargs, *, n, rng, decisions, reasons, record=False,
             trace = Trace(n, rng, level, decisions, reasons, record, param_names, plan,
                           estimators)
             effects.push(trace)
-            choice = EstimatorChoice(estimators) if estimators is not None else None
-            if choice is not None:
-                effects.push(choice)
+            if estimators is not None:
+                effects.push(EstimatorChoice(estimators))
             saved = runtime.on_op
             runtime.on_op = trace._on_op if record else None
             numpy_state = random_state.global_random_position()
@@ -380,7 +379,7 @@ def run_model(model, args, kwargs, *, n, rng, decisions, reasons, record=False,
                 continue
             finally:
                 runtime.on_op = saved
-                _close(trace, choice)
+                _close(trace)
             if random_state.global_random_position() != numpy_state:
                 _warn_numpy_random(model)
             if any(random_state.save_position(g) != b for g, b in zip(own, before)):
@@ -402,9 +401,9 @@ def run_model(model, args, kwargs, *, n, rng, decisions, reasons, record=False,
     raise RuntimeError("estimator choice did not settle")  # pragma: no cover
 
 
-def _close(trace, choice):
-    """Take the run's handlers off the stack, with any plate the model left open (an
-    error raised inside one)."""
+def _close(trace):
+    """Take the run's handlers off the stack: the trace, the estimator choice inside it,
+    and any plate the model left open (an error raised inside one)."""
     for h in list(effects.handlers()):
         effects.pop(h)
         if h is trace:
