@@ -55,3 +55,13 @@ def test_validation_sees_through_tracers():
 def test_exactly_one_of_probs_logits():
     with pytest.raises(ValueError, match="exactly one"):
         scg.Categorical(probs=np.ones(2) / 2, logits=np.zeros(2))
+
+
+def test_distribution_messages_name_the_family():
+    with pytest.raises(ValueError, match="Categorical: parameter 'logits' has no categories"):
+        scg.Categorical(logits=np.zeros(0))
+    with pytest.raises(ValueError, match=r"Normal: the parameters have shapes \(3,\) and "
+                                         r"\(2,\), which do not broadcast"):
+        scg.Normal(np.zeros(3), np.ones(2))
+    with pytest.raises(TypeError, match=r"Normal.sample\(rng\): rng must be a numpy Generator"):
+        scg.Normal(0.0, 1.0).sample(None)

@@ -93,3 +93,11 @@ def test_hessian_of_antithetic_pathwise_is_unbiased():
     H = scg.hessian(scg.expectation(worked(scg.Pathwise(antithetic=True)), n=100_000,
                                     seed=5))(np.array([MU, SIGMA]))
     assert np.allclose(H, [[2.0, 0.0], [0.0, 2.0]], atol=0.05)
+
+
+def test_antithetic_is_a_bool():
+    with pytest.raises(TypeError, match="antithetic must be True or False"):
+        scg.Pathwise(antithetic="no")
+    with pytest.raises(TypeError, match="antithetic must be True or False"):
+        scg.Score(antithetic="no")
+

@@ -204,3 +204,16 @@ def test_errors_repr_and_explain():
     text = scg.trace(bernoulli_model(0.5), 0.1, n=2).explain()
     assert "biased: the gradient of the relaxed objective at temperature T = 0.5" in text
     assert "gumbel" in text.lower()
+
+
+def test_a_hessian_through_straight_through_gumbel_softmax_is_refused():
+    def coins(t):
+        b = scg.sample("b", scg.Bernoulli(logits=t), estimator=scg.GumbelSoftmax(0.5, hard=True))
+        return np.sum(b * t)
+    with pytest.raises(scg.EstimatorError, match="first derivatives only"):
+        scg.hessian(scg.expectation(coins, n=4, seed=0))(np.array([0.1, 0.2]))
+
+
+def test_hard_is_a_bool():
+    with pytest.raises(TypeError, match="hard must be True or False"):
+        scg.GumbelSoftmax(hard="False")

@@ -112,3 +112,28 @@ def test_a_subclass_of_a_checked_baseline_is_checked_again():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         scg.grad(scg.expectation(model, n=8, seed=0, estimators=scg.Score("loo")))(0.3)
+
+
+class _UpdatedFirst(scg.baselines.Baseline):
+    """The reference program's mistake: the baseline updated with the current cost before
+    it is used."""
+    stateful = True
+
+    def value(self, q, state):
+        state["b"] = 0.5 * state.get("b", 0.0) + 0.5 * float(np.mean(q))
+        return state["b"]
+
+
+def test_a_baseline_that_uses_its_own_draw_is_caught_at_n_1_and_explain_says_biased():
+    def bandit(theta):
+        a = scg.sample("a", scg.Bernoulli(logits=theta), estimator=scg.Score(_UpdatedFirst()))
+        return np.where(a == 1, 3.0, 1.0)
+    E = scg.expectation(bandit, n=1, seed=0)
+    with pytest.warns(scg.BiasWarning, match="uses each draw's own cost"):
+        scg.grad(E)(0.3)
+    scg.grad(E)(0.3)  # (checked once; the verdict stays)
+    assert "biased;" in E.last_trace.explain()
+    good = scg.expectation(bandit, n=1, seed=0,
+                           estimators={"a": scg.Score(scg.baselines.MovingAverage(0.9))})
+    scg.grad(good)(0.3)
+    assert "unbiased;" in good.last_trace.explain()

@@ -137,3 +137,55 @@ def test_extra_model_arguments_pass_through():
     data = np.array([1.0, 2.0])
     g = scg.grad(E)(0.5, data, scale=2.0)    # d/dtheta 2 * sum((theta - d)^2 + 1)
     assert g == pytest.approx(2.0 * np.sum(2 * (0.5 - data)), abs=0.1)
+
+
+def test_a_cost_that_is_not_a_number_is_named():
+    with pytest.raises(TypeError, match="cost 'return' must be a number.*got str 'abc'"):
+        scg.expectation(lambda mu: "abc", n=2)(0.0)
+    with pytest.raises(TypeError, match="cost 'c' must be a number.*got NoneType"):
+        scg.expectation(lambda mu: scg.cost("c", None), n=2)(0.0)
+
+
+def test_a_blackbox_written_for_one_draw():
+    step = scg.blackbox(lambda x: 1.0 if x > 0 else 0.0)
+
+    def per_draw(mu):
+        return step(scg.sample("x", scg.Normal(mu, 1.0)))
+    with pytest.raises(ValueError) as info:
+        scg.expectation(per_draw, n=3, seed=0)(0.0)
+    assert "vectorize=True" in " ".join(getattr(info.value, "__notes__", []))
+
+    step = scg.blackbox(lambda x: 1.0 if x > 0 else 0.0, vectorize=True)
+    E = scg.expectation(per_draw, n=40_000, seed=0)
+    gs = scg.grad_samples(E)(0.0)
+    # d/dmu P(x > 0) at mu = 0 is the standard normal density at 0 (score function)
+    assert abs(gs.mean - 1.0 / np.sqrt(2.0 * np.pi)) < 5 * gs.stderr
+
+
+def test_a_generator_of_the_model_s_own_draws_one_number_for_all_draws_and_warns():
+    rng = np.random.default_rng(0)
+
+    def closes_over(mu):
+        x = scg.sample("x", scg.Normal(mu, 1.0))
+        return (x + rng.normal()) ** 2
+
+    def takes_it(mu, gen):
+        return (scg.sample("x", scg.Normal(mu, 1.0)) + gen.normal()) ** 2
+
+    with pytest.warns(scg.RandomnessWarning, match="a numpy Generator of its own"):
+        scg.expectation(closes_over, n=10, seed=1)(0.0)
+    with pytest.warns(scg.RandomnessWarning, match="a numpy Generator of its own"):
+        scg.expectation(takes_it, n=10, seed=1)(0.0, np.random.default_rng(2))
+    with pytest.warns(scg.RandomnessWarning, match="a numpy Generator of its own"):
+        scg.trace(closes_over, 0.0, n=4)
+
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", scg.RandomnessWarning)
+        # the expectation's own generator, and a generator the model reaches but does not
+        # draw from, are fine
+        scg.expectation(lambda mu: scg.sample("x", scg.Normal(mu, 1.0)) ** 2, n=10,
+                        seed=rng)(0.0)
+        unused = np.random.default_rng(3)
+        scg.expectation(lambda mu: scg.sample("x", scg.Normal(mu, 1.0)) ** 2 +
+                        0.0 * (unused is None), n=10, seed=1)(0.0)

@@ -274,3 +274,27 @@ def test_many_sites_that_fit_in_memory_run():
             total = total + scg.sample(f"x{t}", scg.Normal(mu, 1.0))
         return total
     assert np.isfinite(scg.grad(scg.expectation(model, n=400_000, seed=0))(0.5))
+
+
+def _one_draw(mu):
+    return scg.sample("x", scg.Normal(mu, 1.0)) ** 2
+
+
+@pytest.mark.parametrize("n", [0, -1, 1.5, True])
+def test_n_is_a_positive_int_everywhere(n):
+    error = ValueError
+    with pytest.raises(error, match="n must be a positive int"):
+        scg.trace(_one_draw, 0.0, n=n)
+    with pytest.raises(error, match="n must be a positive int"):
+        scg.expectation(_one_draw, n=n)
+    E = scg.expectation(_one_draw, n=2)
+    with pytest.raises(error, match="n must be a positive int"):
+        E.n = n
+    assert E.n == 2
+
+
+def test_a_seed_is_not_a_bool():
+    for make in (lambda: scg.trace(_one_draw, 0.0, n=2, seed=True),
+                 lambda: scg.expectation(_one_draw, n=2, seed=True)):
+        with pytest.raises(TypeError, match="seed must be an int"):
+            make()
