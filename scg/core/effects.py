@@ -247,6 +247,22 @@ def floor():
     return 0 if h is None else h.floor()
 
 
+class outside:
+    """A block that runs with no handler on this thread's stack: eagerly, unrecorded (an
+    estimator's tuning after a call, which a replay must run again rather than repeat).
+    Use as ``with effects.outside():``."""
+
+    __slots__ = ("saved",)
+
+    def __enter__(self):
+        self.saved = (THREAD.handler, THREAD.values)
+        THREAD.handler = THREAD.values = None
+
+    def __exit__(self, *exc):
+        THREAD.handler, THREAD.values = self.saved
+        return False
+
+
 def is_held(x):
     """Is x a value that a handler holds below every transformation (not a plain array)?"""
     return isinstance(x, Tracer) and type(x).floor

@@ -20,49 +20,56 @@ import numbers
 import numpy as np
 
 from ..core import effects
+from ..core.tape import Box, backward, new_root, strip
 from ..distributions.base import family_of
 from ..errors import EstimatorError
 from ..numpy import rules as R
 from .base import Estimator
+from .learned import Learned
 from .terms import linear_term, traced_logits
 
 _TINY = np.finfo(float).tiny
 
 
-class REBAR(Estimator):
+class REBAR(Learned, Estimator):
     """REBAR for Bernoulli and OneHotCategorical sites: unbiased at any temperature and
     scale.
 
     Args:
         temperature: T > 0 of the relaxation sigmoid(z / T).
         scale: eta, the weight of the control variate.
-        learn: tune T and eta during training (not available yet: pass learn=False).
+        learn: tune T and eta after each gradient call, by one Adam step down an unbiased
+            estimate of the gradient of the estimate's variance (see estimators/learned.py);
+            the tuned values live in the expectation, and explain() shows them.
+        lr: the step size of that tuning.
 
     Example:
-        >>> scg.sample("b", scg.Bernoulli(logits=a),
-        ...            estimator=scg.REBAR(temperature=0.5, scale=1.0, learn=False))
+        >>> scg.sample("b", scg.Bernoulli(logits=a), estimator=scg.REBAR(temperature=0.5))
     """
 
     name = "rebar"
     differentiable = True  # (the relaxed copies carry derivatives along their paths)
 
-    def __init__(self, temperature=0.5, scale=1.0, learn=False):
+    def __init__(self, temperature=0.5, scale=1.0, learn=True, lr=0.01):
         for label, value, positive in (("temperature", temperature, True),
-                                       ("scale", scale, False)):
+                                       ("scale", scale, False), ("lr", lr, True)):
             if isinstance(value, bool) or not isinstance(value, numbers.Real) or \
                     not np.isfinite(value) or (positive and value <= 0):
                 raise ValueError(f"REBAR: {label} must be a {'positive ' if positive else ''}"
                                  f"finite number, got {value!r}")
         if not isinstance(learn, (bool, np.bool_)):
             raise TypeError(f"REBAR: learn must be True or False, got {learn!r}")
-        if learn:
-            raise NotImplementedError(
-                "REBAR(learn=True), tuning the temperature and scale by the gradient of the "
-                "estimator's variance, is not available yet; pass learn=False (unbiased at "
-                "any fixed temperature and scale)")
         self.temperature = float(temperature)
         self.scale = float(scale)
-        self.learn = False
+        self.learn = self.tunes = bool(learn)
+        self.lr = float(lr)
+
+    def initial_params(self):
+        # (the temperature in log space: it stays positive along the descent)
+        return {"log_temperature": np.log(self.temperature), "scale": self.scale}
+
+    def shown(self, params):
+        return {"temperature": np.exp(params["log_temperature"]), "scale": params["scale"]}
 
     def check(self, name, dist):
         family = type(family_of(dist)).__name__
@@ -83,14 +90,19 @@ class REBAR(Estimator):
         u = np.clip(effects.asarray(d.uniform()), _TINY, 1.0 - np.finfo(float).epsneg)
         v = np.clip(effects.asarray(d.draws(lambda dist, rng, shape: rng.random(
             dist._extended_shape(shape)))), _TINY, 1.0 - np.finfo(float).epsneg)
+        if self.tunes or self._probe_params is not None:
+            params = self.params(d)  # (tuned: read from the site's state; a probe's: traced)
+            d.aux["T"], d.aux["eta"] = R.exp(params["log_temperature"]), params["scale"]
+        else:
+            d.aux["T"], d.aux["eta"] = self.temperature, self.scale
         if type(family_of(d.dist)).__name__ == "OneHotCategorical":
             return self._draw_categorical(d, u, v)
-        logits = _logits(family_of(d.dist))
+        logits = self._site_logits(d, u.shape, _logits(family_of(d.dist)))
         p = R.sigmoid(logits)
         p_plain = effects.asarray(p, dtype=float)
         b = (u > 1.0 - p_plain).astype(float)  # (z > 0)
         d.aux["b"], d.aux["p"] = b, p_plain
-        T = self.temperature
+        T = d.aux["T"]
         z = R.add(logits, d.per_draw(np.log(u) - np.log1p(-u)))
         # z~ ~ p(z | b): u~ uniform on (1 - p, 1) for b = 1, on (0, 1 - p) for b = 0,
         # along a path in the logits through p
@@ -98,24 +110,45 @@ class REBAR(Estimator):
         u_tilde = R.add(R.multiply(d.per_draw(b), R.add(one_minus_p, R.multiply(d.per_draw(v), p))),
                         R.multiply(d.per_draw(1.0 - b), R.multiply(d.per_draw(v), one_minus_p)))
         z_tilde = R.add(logits, R.subtract(R.log(u_tilde), R.log1p(R.negative(u_tilde))))
+        return self._assemble(d, u, b, R.sigmoid(R.divide(z, T)),
+                              R.sigmoid(R.divide(z_tilde, T)))
+
+    def _site_logits(self, d, shape, logits):
+        """The site's logits as the draw uses them: traced in the parameters; for a probe,
+        their plain values per row as a root of the probe's inner level (the probe's
+        estimate is the gradient with respect to them)."""
+        if self._probe_level is None:
+            return logits
+        plain = d.plain_params()
+        if plain.get("logits") is not None:
+            a = np.asarray(plain["logits"], dtype=float)
+        else:
+            p = np.asarray(plain["probs"], dtype=float)
+            a = np.log(p) - np.log1p(-p)
+        root = new_root(np.array(np.broadcast_to(a, shape)), self._probe_level)
+        d.aux["root"] = root
+        return d.per_draw(root)
+
+    @staticmethod
+    def _assemble(d, u, b, relaxed, relaxed_tilde):
+        """Copy 0 of the rows holds b, copy 1 the relaxation s(z), copy 2 s(z~)."""
         copy = d.copies.index(d.name).reshape((-1,) + (1,) * (u.ndim - 1))
         return R.add(d.per_draw(np.where(copy == 0, b, 0.0)),
-                     R.add(R.multiply(d.per_draw((copy == 1).astype(float)),
-                                      R.sigmoid(R.divide(z, T))),
-                           R.multiply(d.per_draw((copy == 2).astype(float)),
-                                      R.sigmoid(R.divide(z_tilde, T)))))
+                     R.add(R.multiply(d.per_draw((copy == 1).astype(float)), relaxed),
+                           R.multiply(d.per_draw((copy == 2).astype(float)), relaxed_tilde)))
 
     def _draw_categorical(self, d, u, v):
         """Gumbel noise: z = theta + G (theta the log-probabilities), b the one-hot argmax;
         given b = k, z~_k = -log(-log v_k) and z~_i = -log(-log(v_i) e^(-theta_i) - log v_k)
         for the others (Gumbels truncated below z~_k), along paths in theta; the
         relaxation softmax(z / T)."""
-        theta = _log_probs(family_of(d.dist))
+        theta = R.log_softmax(self._site_logits(d, u.shape, family_of(d.dist).params["logits"]),
+                              axis=-1)
         theta_plain = effects.asarray(theta, dtype=float)
         gumbel = -np.log(-np.log(u))
         b = effects.opaque(_one_hot_argmax, theta_plain + gumbel)
         d.aux["b"], d.aux["p"] = b, np.exp(theta_plain)
-        T = self.temperature
+        T = d.aux["T"]
         z = R.add(theta, d.per_draw(gumbel))
         minus_log_v = -np.log(v)
         top = np.sum(b * minus_log_v, axis=-1, keepdims=True)  # (-log v_k, per element)
@@ -124,18 +157,18 @@ class REBAR(Estimator):
                                         d.per_draw(np.broadcast_to(top, v.shape)))))
         z_tilde = R.add(d.per_draw(b * -np.log(np.broadcast_to(top, v.shape))),
                         R.multiply(d.per_draw(1.0 - b), others))
-        copy = d.copies.index(d.name).reshape((-1,) + (1,) * (u.ndim - 1))
-        return R.add(d.per_draw(np.where(copy == 0, b, 0.0)),
-                     R.add(R.multiply(d.per_draw((copy == 1).astype(float)),
-                                      R.softmax(R.divide(z, T), axis=-1)),
-                           R.multiply(d.per_draw((copy == 2).astype(float)),
-                                      R.softmax(R.divide(z_tilde, T), axis=-1))))
+        return self._assemble(d, u, b, R.softmax(R.divide(z, T), axis=-1),
+                              R.softmax(R.divide(z_tilde, T), axis=-1))
 
     def weight(self, site, ctx):
         # the costs at s(z) and s(z~) enter with +eta and -eta: their derivatives are the
         # correction; their values are taken out again by the term
         index = ctx.trace.copies.index(site.name)
-        return np.where(index == 0, 1.0, np.where(index == 1, self.scale, -self.scale))
+        eta = site.aux["eta"]
+        if type(eta) is float:
+            return np.where(index == 0, 1.0, np.where(index == 1, eta, -eta))
+        return R.add((index == 0).astype(float),
+                     R.multiply(eta, (index == 1).astype(float) - (index == 2)))
 
     def term(self, site, ctx):
         if not ctx.has_downstream(site):
@@ -148,10 +181,8 @@ class REBAR(Estimator):
                 "(a vector of coins) or another estimator for the others")
         q = ctx.q(site)
         f_b, f_z, f_zt = ctx.own(site, q)
-        eta = self.scale
-        advantage = f_b - eta * f_zt
-        g = np.stack([advantage, np.zeros_like(advantage), np.zeros_like(advantage)],
-                     axis=ctx.own_axis(site))
+        eta = site.aux["eta"]
+        g = effects.opaque(_advantage_rows, f_b, f_zt, eta, ctx.own_axis(site))
         spread = ctx.to_batch(ctx.spread(g, site), site)  # (rows, *batch), 0 off copy 0
         categorical = type(family_of(site.dist)).__name__ == "OneHotCategorical"
         if categorical:  # (d log p(b) / d theta = b - p over the categories)
@@ -163,6 +194,26 @@ class REBAR(Estimator):
         # (the values eta f(s(z)) - eta f(s(z~)) that the weights put in the objective)
         return R.add(score, effects.opaque(_taken_out, f_z, f_zt, eta, ctx.n))
 
+    def per_draw_estimate(self, site, ctx):
+        """A probe's estimate of the gradient with respect to the site's logits, per draw:
+        (f(b) - eta f(s(z~))) (b - p) + eta d[f(s(z)) - f(s(z~))] / da, traced in the
+        temperature and scale (the derivative in a taken at the probe's inner level)."""
+        n, eta = ctx.n, site.aux["eta"]
+        f = ctx.downstream(site)  # (rows, *batch), traced at both levels
+        f_b, f_z, f_zt = f[:n], f[n:2 * n], f[2 * n:]
+        root = site.aux["root"]
+        relaxed = R.multiply(eta, R.subtract(R.sum_(f_z), R.sum_(f_zt)))
+        (d_relaxed,) = backward(relaxed, np.float64(1.0), [root]) \
+            if isinstance(relaxed, Box) and relaxed.level == self._probe_level else (None,)
+        outer = self._probe_level - 1
+        advantage = R.subtract(strip(f_b, outer), R.multiply(eta, strip(f_zt, outer)))
+        if type(family_of(site.dist)).__name__ == "OneHotCategorical":
+            advantage = R.expand_dims(advantage, -1)
+        g = R.multiply(advantage, (site.aux["b"] - site.aux["p"])[:n])
+        if d_relaxed is not None:  # (draw i's rows n + i and 2n + i: its s(z) and s(z~))
+            g = R.add(g, R.add(d_relaxed[n:2 * n], d_relaxed[2 * n:]))
+        return g
+
     def dice_log_prob(self, site, ctx):
         self.unsupported_order(site)
 
@@ -170,22 +221,44 @@ class REBAR(Estimator):
         return 3
 
     def describe(self, site):
-        return (f"REBAR at temperature {self.temperature:g}, scale {self.scale:g}: the score "
-                "function with the relaxation at z~ ~ p(z | b) as control variate, and its "
-                "pathwise correction")
+        T, eta = _shown(site.aux["T"]), _shown(site.aux["eta"])
+        return (f"REBAR at temperature {T}, scale {eta}: the score function with the "
+                "relaxation at z~ ~ p(z | b) as control variate, and its pathwise correction")
 
     def cost_factor(self, site):
-        return (f"1 at b; +{self.scale:g} at s(z) and -{self.scale:g} at s(z~) for their "
-                "derivatives (their values are taken out by the term)")
+        eta = _shown(site.aux["eta"])
+        return (f"1 at b; +{eta} at s(z) and -{eta} at s(z~) for their derivatives (their "
+                "values are taken out by the term)")
 
     def explain_terms(self, site, trace):
         down = " + ".join(c.name for c in trace.downstream_costs(site)) or "no cost"
+        tuning = ""
+        if self.tunes and trace.states is not None and site.name in trace.states:
+            tuning = self.describe_tuning(trace.states[site.name].estimator)
+        elif self.tunes:
+            tuning = "; tuned after each gradient call (no step yet)"
         return [f"(f(b) - eta f(s(z~))) dlog p({site.name}) + eta df(s(z)) - eta df(s(z~)), "
-                f"f = {down}, s(z) = sigmoid(z / {self.temperature:g}), "
-                f"eta = {self.scale:g}"]
+                f"f = {down}, s(z) = sigmoid(z / {_shown(site.aux['T'])}), "
+                f"eta = {_shown(site.aux['eta'])}{tuning}"]
 
     def __repr__(self):
-        return f"REBAR(temperature={self.temperature!r}, scale={self.scale!r}, learn=False)"
+        extra = "" if self.lr == 0.01 else f", lr={self.lr!r}"
+        return (f"REBAR(temperature={self.temperature!r}, scale={self.scale!r}, "
+                f"learn={self.learn!r}{extra})")
+
+
+def _shown(x):
+    try:
+        return f"{float(strip(x)):.4g}"
+    except TypeError:  # (a value held by a handler)
+        return "(tuned)"
+
+
+def _advantage_rows(f_b, f_zt, eta, axis):
+    """The score's weight f(b) - eta f(s(z~)) on copy 0, zero on the relaxed copies."""
+    advantage = f_b - eta * f_zt
+    zeros = np.zeros_like(advantage)
+    return np.stack([advantage, zeros, zeros], axis=axis)
 
 
 def _taken_out(f_z, f_zt, eta, n):

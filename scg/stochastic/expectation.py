@@ -19,6 +19,7 @@ from .persample import NO_DEPS, PerSample
 from .site_states import SiteStates
 from .surrogate import surrogate
 from .trace import run_model
+from .tuning import schedule as schedule_tuning
 
 
 def _generator(seed):
@@ -102,7 +103,7 @@ class Expectation:
         trace, (objective, updates) = run_model(
             self.model, args, kwargs, n=self.n, rng=self.rng, decisions=self._decisions,
             reasons=self._reasons, wrap_args=wrap_args, build=build, plan=self._plan,
-            estimators=self.estimators, has_aux=self.has_aux,
+            estimators=self.estimators, has_aux=self.has_aux, states=self.states,
             generators=self._generators() + generators_reachable((args, kwargs)))
         self._calls[0] += 1
         if isinstance(self.estimators, dict) and self._calls[0] == 1:
@@ -117,6 +118,8 @@ class Expectation:
                 _warn_if_history_lost(self, site, baseline)
             if type(baseline).update is not Baseline.update:  # (not a baseline without memory)
                 effects.after(baseline.update, q, effects.State(state))  # (and after each replay)
+        if traced:  # (estimators that tune themselves take a step after the call)
+            schedule_tuning(self, trace, args, kwargs)
         self.last_trace = trace
         if self.has_aux:
             self.last_aux = pytree.tree_map(lambda leaf: _plain_aux(leaf, self.n), trace.aux)

@@ -28,6 +28,7 @@ from .memory import check_fits
 from .persample import NO_DEPS, Deps, PerSample, lift
 from .plates import label_draw
 from .runtime import RUNTIME
+from .site_states import SiteStates
 
 
 def innermost_run():
@@ -230,6 +231,15 @@ class PlateHandler(effects.Handler):
             msg.fields["dist"] = _apply_plates(msg.fields["dist"], msg.name, (self.frame,))
 
 
+class Overrides(dict):
+    """Estimators by site name over a caller's choice `rest` (None, a spec or a dict) for
+    the other sites."""
+
+    def __init__(self, by_name, rest=None):
+        super().__init__(by_name)
+        self.rest = rest
+
+
 class EstimatorChoice(effects.Handler):
     """The estimators a caller chose over the model's (scg.expectation's `estimators=`,
     scg.trace's): every site's, where the estimator serves the family, or by site name."""
@@ -246,8 +256,12 @@ class EstimatorChoice(effects.Handler):
 
 
 def _chosen_estimator(chosen, name, dist, given):
-    if isinstance(chosen, dict):
-        return chosen[name] if name in chosen else given
+    while isinstance(chosen, dict):
+        if name in chosen:
+            return chosen[name]
+        chosen = getattr(chosen, "rest", None)  # (Overrides: a choice for the others)
+        if chosen is None:
+            return given
     spec = as_estimator(chosen)
     if spec == "auto":
         return spec
@@ -438,6 +452,14 @@ class SiteDraw:
         state when the parameters differ between copies). The plain dist has physical
         parameters; its `_extended_shape(shape)` is the output's shape."""
         return self._draw(lambda dist, rng, shape: fn(_plain(dist), rng, shape))
+
+    def state(self):
+        """The state this site's estimator keeps between calls of the expectation (a dict,
+        see site_states.py): empty on the first call, and for scg.trace's single run."""
+        states = self.run.states
+        if states is None:
+            states = self.run.states = SiteStates()
+        return states.of(self.name).estimator
 
     def plain_params(self):
         """The family's parameters as plain arrays of physical shape (rows, ...) or shared."""

@@ -128,6 +128,20 @@ class SurrogateContext:
         return effects.opaque(_grouped, total, tuple(copies.blocks), own, slots, context,
                            tuple(down))
 
+    def downstream(self, site):
+        """The costs downstream of the site, traced, per row and element, on the site's
+        batch layout (rows, *batch: its plates' sizes at their dims, 1 elsewhere): for
+        an estimator's probe (scg/stochastic/tuning.py), whose site is the only one
+        copying the run."""
+        grid, total = self.grid, None
+        for c in self.trace.downstream_costs(site):
+            value, plates = self.costs[c.name]
+            value = grid.onto(value, plates, _shared(site.plates, c.plates_for(site.name)))
+            total = value if total is None else R.add(total, value)
+        shape = grid.shape_of(self.trace.rows, site.dist.batch_shape, site.plates)
+        total = R.broadcast_to(0.0 if total is None else total, shape)
+        return R.reshape(total, np.shape(self.to_batch(np.empty(shape), site)))
+
     def spread(self, g, site, traced=False):
         """The inverse of q's layout: a per-draw array of q's shape back on the site's grid
         rows (on the main block of the factors q summed, zero on their other blocks),

@@ -41,8 +41,9 @@ class Trace(effects.Handler):
     is_run = True
 
     def __init__(self, n, rng, level, decisions, reasons, record=False, param_names=None,
-                 plan=None, estimators=None):
+                 plan=None, estimators=None, states=None):
         self.n = n
+        self.states = states  # the expectation's SiteStates (None for scg.trace)
         self.estimators = estimators  # the caller's choice over the model's (EstimatorChoice)
         self.rng = effects.generator(rng)  # (under scg.jit: every draw is recorded)
         # under scg.jit: how many calls ran this run's program (the recorded one included)
@@ -322,7 +323,7 @@ class Replan(Exception):
 
 def run_model(model, args, kwargs, *, n, rng, decisions, reasons, record=False,
               param_names=None, wrap_args=None, build=None, plan=None, estimators=None,
-              has_aux=False, generators=None):
+              has_aux=False, generators=None, states=None):
     """Run `model` for n draws, re-running with the same randomness until every "auto"
     site's estimator is valid and the copies that estimators need are laid out (`plan`,
     kept by the caller across calls). `build(trace)` runs inside the batching level (the
@@ -348,7 +349,7 @@ def run_model(model, args, kwargs, *, n, rng, decisions, reasons, record=False,
     for _ in range(1000):
         with new_level() as level:
             trace = Trace(n, rng, level, decisions, reasons, record, param_names, plan,
-                          estimators)
+                          estimators, states)
             effects.push(trace)
             if estimators is not None:
                 effects.push(EstimatorChoice(estimators))

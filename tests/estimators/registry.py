@@ -210,6 +210,8 @@ ESTIMATORS = [
          ("coins", "choice")),
     Case("rebar_hot_small_scale", lambda: scg.REBAR(temperature=3.0, scale=0.3, learn=False),
          ("coins", "choice")),
+    Case("rebar_learning", lambda: scg.REBAR(temperature=0.5, scale=1.0, lr=0.05),
+         ("coins", "choice")),
     Case("enumerate", lambda: scg.Enumerate(), ("coins", "choice"), second_order=True,
          n=2, exact=True),
     Case("gumbel_softmax", lambda: scg.GumbelSoftmax(temperature=0.5), ("coins", "choice"),

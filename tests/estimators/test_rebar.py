@@ -1,4 +1,4 @@
-"""scg.REBAR (fixed temperature and scale): unbiased at any temperature and scale.
+"""scg.REBAR at a fixed temperature and scale (learn=False): unbiased at any temperature and scale.
 
 The toy of the REBAR and RELAX papers, f(b) = (b - 0.45)^2 with one coin, against its
 exact gradient; a plate of coins with per-element costs; three evaluations per draw; the
@@ -27,7 +27,7 @@ def toy_gradient(theta):
 @pytest.mark.parametrize("scale", [0.0, 1.0, 2.5])
 def test_unbiased_on_the_toy_at_any_temperature_and_scale(temperature, scale):
     theta = np.array(0.3)
-    gs = scg.grad_samples(scg.expectation(toy(scg.REBAR(temperature, scale)), n=40_000,
+    gs = scg.grad_samples(scg.expectation(toy(scg.REBAR(temperature, scale, learn=False)), n=40_000,
                                           seed=7))(theta)
     z = (gs.mean - toy_gradient(theta)) / gs.stderr
     assert abs(z) < 5, (gs.mean, toy_gradient(theta), z)
@@ -35,7 +35,7 @@ def test_unbiased_on_the_toy_at_any_temperature_and_scale(temperature, scale):
 
 def test_the_value_is_the_expectation_of_the_discrete_draws():
     theta = np.array(0.3)
-    E = scg.expectation(toy(scg.REBAR(0.5, 1.0)), n=1000, seed=0)
+    E = scg.expectation(toy(scg.REBAR(0.5, 1.0, learn=False)), n=1000, seed=0)
     value, _ = scg.value_and_grad(E)(theta)
     b = E.last_trace.sites["b"].value[:1000]  # (copy 0: the discrete draws)
     assert set(np.unique(b)) <= {0.0, 1.0}
@@ -47,7 +47,7 @@ def test_a_plate_of_coins_is_unbiased_with_three_evaluations_per_draw():
 
     def model(theta):
         with scg.plate("coins", 4):
-            b = scg.sample("b", scg.Bernoulli(logits=theta), estimator=scg.REBAR(0.5, 1.0))
+            b = scg.sample("b", scg.Bernoulli(logits=theta), estimator=scg.REBAR(0.5, 1.0, learn=False))
             return (b - target) ** 2
     theta = np.array([-0.5, 0.2, 0.8, 1.5])
     E = scg.expectation(model, n=40_000, seed=3)
@@ -62,8 +62,8 @@ def test_a_plate_of_coins_is_unbiased_with_three_evaluations_per_draw():
 def test_errors():
     with pytest.raises(ValueError, match="temperature must be a positive finite number"):
         scg.REBAR(temperature=0.0)
-    with pytest.raises(NotImplementedError, match="pass learn=False"):
-        scg.REBAR(learn=True)
+    with pytest.raises(TypeError, match="learn must be True or False"):
+        scg.REBAR(learn="yes")
 
     def normal(theta):
         return scg.sample("x", scg.Normal(theta, 1.0), estimator=scg.REBAR()) ** 2

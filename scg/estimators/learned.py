@@ -1,0 +1,112 @@
+"""Estimators that tune their own parameters: the part the estimator supplies.
+
+REBAR's temperature and scale, and RELAX's control variate, are free: the estimate is
+unbiased whatever they are, and its variance depends on them. Such an estimator
+(`tunes = True`) keeps its parameters in the site's state in the expectation
+(`SiteState.estimator`, like a moving-average baseline's) and, after each gradient call,
+the stochastic layer (scg/stochastic/tuning.py) runs it once more as a probe: the
+parameters are the roots of an outer trace level, the site's logits the roots of an inner
+one, and the probe returns its per-draw estimate of the gradient with respect to the
+logits, g, traced in the parameters. Since E[g] does not depend on them, the gradient of
+mean(|g|^2) is an unbiased estimate of the gradient of the estimate's variance (summed
+over the logits' elements); one Adam step descends it.
+
+The estimator supplies `initial_params()` (a dict of floats or arrays), `probe(params,
+level)` (a copy drawing with traced parameters and its logits a root at `level`) and the
+probe's `per_draw_estimate(site, ctx)`; this module keeps the state.
+"""
+
+import numpy as np
+
+from ..core import effects
+from ..optim import Adam
+
+
+class Learned:
+    """Mixin of an estimator whose parameters are tuned between calls.
+
+    Attributes:
+        tunes: the parameters are tuned (`learn=True`).
+        lr: the Adam step size of the tuning.
+    """
+
+    tunes = False
+    lr = 0.01
+    _probe_params = None  # (a probe's traced parameters)
+    _probe_level = None  # (the level of a probe's logits root)
+
+    def initial_params(self):
+        """The parameters before any tuning, {name: float or array}."""
+        raise NotImplementedError
+
+    def params(self, d):
+        """The parameters a draw uses, {name: value}: a probe's traced ones; the tuned ones
+        in the site's state (read through the effect stack, so that a replay of scg.jit
+        reads them again); or the initial ones when not tuning."""
+        if self._probe_params is not None:
+            return self._probe_params
+        if not self.tunes:
+            return self.initial_params()
+        state = d.state()
+        return {k: effects.stateful(_read, effects.State(state), k, v)
+                for k, v in self.initial_params().items()}
+
+    def probe(self, params, level):
+        """A copy of this estimator that draws with the traced `params` and makes the
+        site's logits a root at trace level `level`."""
+        clone = object.__new__(type(self))
+        clone.__dict__.update(self.__dict__)
+        clone._probe_params = params
+        clone._probe_level = level
+        return clone
+
+    def per_draw_estimate(self, site, ctx):
+        """For a probe: the per-draw estimate of the gradient with respect to the site's
+        logits, shape (n, *logits), traced in the parameters."""
+        raise NotImplementedError
+
+    def tuned(self, state):
+        """The parameters after the tuning so far ({} before the first step)."""
+        return dict(state.get("params", {}))
+
+    def describe_tuning(self, state):
+        """explain()'s words on the tuning: the current values and the steps taken."""
+        steps = int(state.get("optimizer", {}).get("t", 0))
+        if not self.tunes:
+            return ""
+        if not steps:
+            return "; tuned after each gradient call (no step yet)"
+        words = ", ".join(f"{k} {_show(v)}" for k, v in self.shown(state["params"]).items())
+        return (f"; tuned over {steps} call{'s' if steps > 1 else ''} to {words} "
+                f"(last variance estimate {state['variance']:.4g})")
+
+    def shown(self, params):
+        """The tuned parameters as explain() names them."""
+        return params
+
+
+def _read(state, key, initial):
+    params = state.get("params")
+    if params is None:
+        return np.float64(initial) if np.ndim(initial) == 0 else np.array(initial, dtype=float)
+    return params[key]
+
+
+def _show(v):
+    return f"{float(v):.4g}" if np.ndim(v) == 0 else f"({np.size(v)} numbers)"
+
+
+def step(estimator, state, grads, variance):
+    """One Adam step of the parameters in `state` against `grads` (a dict like them)."""
+    params = state.get("params")
+    if params is None:
+        params = {k: np.float64(v) if np.ndim(v) == 0 else np.array(v, dtype=float)
+                  for k, v in estimator.initial_params().items()}
+    opt = Adam(estimator.lr)
+    opt_state = state.get("optimizer") or opt.init(params)
+    grads = {k: np.zeros(np.shape(params[k])) if grads.get(k) is None else grads[k]
+             for k in params}
+    params, opt_state = opt.update(grads, opt_state, params)
+    state["params"] = params
+    state["optimizer"] = opt_state
+    state["variance"] = float(variance)
