@@ -13,6 +13,7 @@ from .pathwise import Pathwise
 from .rebar import REBAR
 from .score import Score
 from .terms import linear_term, magic_box
+from .unordered_set import UnorderedSet
 from .vimco import VIMCO
 
 _NAMED = {"pathwise": Pathwise, "score": Score}
@@ -36,4 +37,4 @@ def as_estimator(spec):
 
 
 __all__ = ["DisARM", "Enumerate", "Estimator", "GumbelSoftmax", "MeasureValued", "Pathwise",
-           "REBAR", "Score", "VIMCO", "as_estimator", "baselines", "linear_term", "magic_box"]
+           "REBAR", "Score", "UnorderedSet", "VIMCO", "as_estimator", "baselines", "linear_term", "magic_box"]
