@@ -8,7 +8,7 @@ from .jit import jit
 from .distributions import *  # noqa: F401,F403  (every family: scg.Normal, scg.Bernoulli, ...)
 from .errors import (BiasWarning, EstimatorError, NoGradientPathError, RandomnessWarning,
                      TracingError)
-from .estimators import (REBAR, VIMCO, DisARM, Enumerate, Estimator, GumbelSoftmax,
+from .estimators import (REBAR, RELAX, VIMCO, DisARM, Enumerate, Estimator, GumbelSoftmax,
                          MeasureValued, Pathwise, Score, UnorderedSet, baselines)
 from .stochastic.expectation import Expectation, GradSamples, expectation, trace
 from .stochastic.multisample import logmeanexp
@@ -21,7 +21,7 @@ __all__ = list(distributions.__all__) + [
     "grad", "value_and_grad", "jit", "jacobian", "hessian", "hvp", "stop_gradient",
     "sigmoid", "softplus", "relu", "logsumexp", "softmax", "log_softmax", "take",
     "sample", "cost", "plate", "blackbox", "logmeanexp", "expectation", "grad_samples",
-    "trace", "VIMCO", "REBAR", "UnorderedSet",
+    "trace", "VIMCO", "REBAR", "RELAX", "UnorderedSet",
     "Expectation", "GradSamples", "Trace", "Pathwise", "Score", "Enumerate", "DisARM",
     "GumbelSoftmax", "MeasureValued", "baselines",
     "TracingError", "EstimatorError", "NoGradientPathError", "BiasWarning", "RandomnessWarning",

@@ -11,6 +11,7 @@ from .gumbel_softmax import GumbelSoftmax
 from .measure_valued import MeasureValued
 from .pathwise import Pathwise
 from .rebar import REBAR
+from .relax import RELAX
 from .score import Score
 from .terms import linear_term, magic_box
 from .unordered_set import UnorderedSet
@@ -37,4 +38,4 @@ def as_estimator(spec):
 
 
 __all__ = ["DisARM", "Enumerate", "Estimator", "GumbelSoftmax", "MeasureValued", "Pathwise",
-           "REBAR", "Score", "UnorderedSet", "VIMCO", "as_estimator", "baselines", "linear_term", "magic_box"]
+           "REBAR", "RELAX", "Score", "UnorderedSet", "VIMCO", "as_estimator", "baselines", "linear_term", "magic_box"]

@@ -132,6 +132,7 @@ class REBAR(Learned, Estimator):
     @staticmethod
     def _assemble(d, u, b, relaxed, relaxed_tilde):
         """Copy 0 of the rows holds b, copy 1 the relaxation s(z), copy 2 s(z~)."""
+        d.aux["relaxed"] = (relaxed, relaxed_tilde)  # (for a learned control, relax.py)
         copy = d.copies.index(d.name).reshape((-1,) + (1,) * (u.ndim - 1))
         return R.add(d.per_draw(np.where(copy == 0, b, 0.0)),
                      R.add(R.multiply(d.per_draw((copy == 1).astype(float)), relaxed),
@@ -182,6 +183,9 @@ class REBAR(Learned, Estimator):
         q = ctx.q(site)
         f_b, f_z, f_zt = ctx.own(site, q)
         eta = site.aux["eta"]
+        control = self._control_at_tilde(site, ctx)
+        if control is not None:  # (RELAX: the learned part of the control variate too)
+            f_b = effects.opaque(np.subtract, f_b, control)
         g = effects.opaque(_advantage_rows, f_b, f_zt, eta, ctx.own_axis(site))
         spread = ctx.to_batch(ctx.spread(g, site), site)  # (rows, *batch), 0 off copy 0
         categorical = type(family_of(site.dist)).__name__ == "OneHotCategorical"
@@ -192,7 +196,22 @@ class REBAR(Learned, Estimator):
         theta = traced_logits(site, ctx)
         score = linear_term(theta, spread * (site.aux["b"] - site.aux["p"]), 1.0 / ctx.n)
         # (the values eta f(s(z)) - eta f(s(z~)) that the weights put in the objective)
-        return R.add(score, effects.opaque(_taken_out, f_z, f_zt, eta, ctx.n))
+        out = R.add(score, effects.opaque(_taken_out, f_z, f_zt, eta, ctx.n))
+        extra = self._control_correction(site, ctx)
+        return out if extra is None else R.add(out, extra)
+
+    def _control_at_tilde(self, site, ctx):
+        """A learned control's plain value at s(z~), on q's grid (n, *plates), or None."""
+        return None
+
+    def _control_correction(self, site, ctx):
+        """A learned control's zero-valued term d[c(s(z)) - c(s(z~))] / n, or None."""
+        return None
+
+    def _probe_control(self, site):
+        """For a probe: the learned control at s(z) and s(z~), traced, on the site's batch
+        layout (n, *batch), or None."""
+        return None
 
     def per_draw_estimate(self, site, ctx):
         """A probe's estimate of the gradient with respect to the site's logits, per draw:
@@ -203,6 +222,11 @@ class REBAR(Learned, Estimator):
         f_b, f_z, f_zt = f[:n], f[n:2 * n], f[2 * n:]
         root = site.aux["root"]
         relaxed = R.multiply(eta, R.subtract(R.sum_(f_z), R.sum_(f_zt)))
+        control = self._probe_control(site)
+        if control is not None:
+            c_z, c_zt = control
+            relaxed = R.add(relaxed, R.subtract(R.sum_(c_z), R.sum_(c_zt)))
+            f_b = R.subtract(f_b, c_zt)
         (d_relaxed,) = backward(relaxed, np.float64(1.0), [root]) \
             if isinstance(relaxed, Box) and relaxed.level == self._probe_level else (None,)
         outer = self._probe_level - 1

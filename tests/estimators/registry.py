@@ -212,6 +212,7 @@ ESTIMATORS = [
          ("coins", "choice")),
     Case("rebar_learning", lambda: scg.REBAR(temperature=0.5, scale=1.0, lr=0.05),
          ("coins", "choice")),
+    Case("relax", lambda: scg.RELAX(lr=0.05), ("coins", "choice")),
     Case("unordered_set", lambda: scg.UnorderedSet(2), ("choice",)),
     Case("unordered_set_all", lambda: scg.UnorderedSet(4), ("choice",), n=2, exact=True),
     Case("enumerate", lambda: scg.Enumerate(), ("coins", "choice"), second_order=True,

@@ -1,0 +1,176 @@
+"""RELAX (Grathwohl, Choi, Wu, Roeder and Duvenaud 2018): REBAR with a learned control
+variate, for Bernoulli and OneHotCategorical sites.
+
+The control variate is c(s) = eta f(s) + r(params, s): the relaxed cost of REBAR plus a
+function r of the relaxed value s. The estimate
+
+    (f(b) - c(s(z~))) d log p(b) / da + d c(s(z)) / da - d c(s(z~)) / da
+
+is unbiased whatever r, T and eta are (the last two terms make the control's mean zero),
+and with `learn=True` all of them, r's parameters included, are tuned after each call by
+descending an unbiased estimate of the gradient of the estimate's variance (see
+estimators/learned.py). r sees the relaxed values of one plate element at a time (the
+site's dims outside its plates, and the categories, are its features) and gives one
+number per element; the default is a small tanh MLP whose last layer starts at zero, so
+RELAX starts as REBAR.
+"""
+
+import numpy as np
+
+from ..core import effects, pytree
+from ..core.tape import strip
+from ..numpy import rules as R
+from .. import nn
+from .rebar import REBAR
+
+
+class RELAX(REBAR):
+    """REBAR with a learned control variate r(params, relaxed value).
+
+    Args:
+        control: None (a tanh MLP with one hidden layer of `hidden` units, its input the
+            element's relaxed values), or `(fn, init_params)`: `fn(params, s)` maps relaxed
+            values s of shape (..., features) to (..., 1), written with numpy (it is traced).
+        learn: tune r, the temperature and the scale after each gradient call.
+        temperature, scale: where T and eta start (REBAR's).
+        lr: the Adam step size of the tuning.
+        hidden: the default control's width.
+
+    Example:
+        >>> scg.sample("b", scg.Bernoulli(logits=a), estimator=scg.RELAX())
+    """
+
+    name = "relax"
+
+    def __init__(self, control=None, learn=True, temperature=0.5, scale=1.0, lr=0.01,
+                 hidden=16):
+        super().__init__(temperature, scale, learn, lr)
+        if control is not None:
+            if not (isinstance(control, tuple) and len(control) == 2 and callable(control[0])):
+                raise TypeError("RELAX: control must be None or (fn, init_params), fn(params, "
+                                f"relaxed) -> (..., 1); got {control!r}")
+        if isinstance(hidden, bool) or not isinstance(hidden, int) or hidden < 1:
+            raise ValueError(f"RELAX: hidden must be a positive int, got {hidden!r}")
+        self.control = control
+        self.hidden = hidden
+        self._features = None  # (the default control's input width, from the first site)
+
+    # ------------------------------------------------------------ the control's parameters
+    def _control_init(self):
+        if self.control is not None:
+            return self.control[1]
+        if self._features is None:
+            return []
+        layers = nn.init_mlp(0, [self._features, self.hidden, 1], init="glorot")
+        layers[-1]["W"] = np.zeros_like(layers[-1]["W"])  # (r = 0 at first: REBAR)
+        return layers
+
+    def initial_params(self):
+        params = super().initial_params()
+        leaves, _ = pytree.flatten_leaves(self._control_init())
+        for i, leaf in enumerate(leaves):
+            params[f"control.{i}"] = np.array(leaf, dtype=float)
+        return params
+
+    def _control_params(self, params):
+        leaves, treedef = pytree.flatten_leaves(self._control_init())
+        return pytree.unflatten(treedef, [params[f"control.{i}"] for i in range(len(leaves))])
+
+    def _apply(self, params, s):
+        fn = self.control[0] if self.control is not None else _default_control
+        return fn(self._control_params(params), s)
+
+    def shown(self, params):
+        shown = super().shown(params)
+        shown["control parameters"] = sum(np.size(v) for k, v in params.items() if k.startswith("control."))
+        return shown
+
+    # ------------------------------------------------------------ drawing
+    def draw(self, d):
+        if self._features is None and self.control is None:
+            self._features = _features(d.dist, d.name, getattr(d.run, "plates", ()))
+        value = super().draw(d)
+        d.aux["control_params"] = self.params(d)
+        return value
+
+    def _control_values(self, site, n):
+        """r at s(z) and s(z~) for the n draws, on the site's batch layout (n, *batch)."""
+        relaxed, relaxed_tilde = site.aux["relaxed"]
+        params = site.aux["control_params"]
+        out = []
+        for s in (relaxed, relaxed_tilde):
+            # (a per-draw value's physical rows; the estimators layer sits below the
+            # stochastic one that defines it, so it is recognised by its dependencies)
+            x = s.value if hasattr(s, "deps") else s
+            x = x[:n]  # (every copy's rows hold the same relaxed values)
+            out.append(_on_batch(self._apply(params, _as_features(x, site)), site))
+        return out
+
+    def _control_at_tilde(self, site, ctx):
+        _, c_zt = self._control_values(site, ctx.n)
+        plain = effects.asarray(strip(c_zt), dtype=float)
+        return ctx.grid.layout(plain, site.dist.batch_shape, site.plates, f"site {site.name!r}")
+
+    def _control_correction(self, site, ctx):
+        c_z, c_zt = self._control_values(site, ctx.n)
+        difference = R.divide(R.subtract(R.sum_(c_z), R.sum_(c_zt)), ctx.n)
+        return R.subtract(difference, R.stop_gradient(difference))  # (zero in value)
+
+    def _probe_control(self, site):
+        return self._control_values(site, site.aux["b"].shape[0] // 3)
+
+    def describe(self, site):
+        return super().describe(site).replace("REBAR", "RELAX", 1).replace(
+            "the relaxation at z~", "eta f(relaxation) + a learned r(relaxation) at z~")
+
+    def explain_terms(self, site, trace):
+        return [line.replace("eta f(s(z~))", "c(s(z~))").replace("eta df(s(z))", "dc(s(z))")
+                .replace("eta df(s(z~))", "dc(s(z~))") + ", c = eta f + r"
+                for line in super().explain_terms(site, trace)]
+
+    def __repr__(self):
+        control = "default" if self.control is None else self.control[0].__name__
+        return (f"RELAX(control={control}, learn={self.learn!r}, temperature="
+                f"{self.temperature!r}, scale={self.scale!r})")
+
+
+def _default_control(params, x):
+    return nn.mlp(params, x, activation=R.tanh)
+
+
+def _plate_axes(site_dist, plates):
+    batch = tuple(site_dist.batch_shape)
+    return sorted(len(batch) + p.dim for p in plates if 0 <= len(batch) + p.dim < len(batch))
+
+
+def _features(dist, name, plates):
+    """The control's input width: the site's elements outside its plates, with categories."""
+    from ..distributions.base import family_of
+    family = family_of(dist)
+    batch = tuple(dist.batch_shape)
+    kept = _plate_axes(dist, plates)
+    width = int(np.prod([size for j, size in enumerate(batch) if j not in kept], dtype=int))
+    if type(family).__name__ == "OneHotCategorical":
+        width *= family.num_categories
+    return width
+
+
+def _as_features(x, site):
+    """Relaxed values (n, *batch[, K]) as (n, *plate sizes, features)."""
+    batch = tuple(site.dist.batch_shape)
+    kept = _plate_axes(site.dist, site.plates)
+    rest = [j for j in range(len(batch)) if j not in kept]
+    order = [0] + [1 + j for j in kept] + [1 + j for j in rest] + \
+        list(range(1 + len(batch), len(np.shape(strip(x)))))
+    x = R.transpose(x, tuple(order))
+    shape = np.shape(strip(x))
+    return R.reshape(x, shape[:1 + len(kept)] + (-1,))
+
+
+def _on_batch(r, site):
+    """The control's output (n, *plate sizes, 1) on the site's batch layout (n, *batch with
+    1 outside its plates)."""
+    batch = tuple(site.dist.batch_shape)
+    kept = _plate_axes(site.dist, site.plates)
+    n = np.shape(strip(r))[0]
+    return R.reshape(r, (n,) + tuple(batch[j] if j in kept else 1 for j in range(len(batch))))
