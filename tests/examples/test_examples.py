@@ -130,3 +130,25 @@ def test_iwae_estimators(tmp_path):
     assert out["plate: VIMCO"]["variance"] < out["plate: leave-one-out"]["variance"]
     assert out["plate: VIMCO"]["evals"] == 1 and out["sites: enumerate"]["evals"] == 64
     assert pngs(tmp_path) == ["iwae_estimators.png"]
+
+
+def test_relaxed_control_variates(tmp_path):
+    out = load("relaxed_control_variates").main(steps=400, n=32, out_dir=tmp_path)
+    table = out["table"]
+    relax, rebar = table["RELAX (tuned)"], table["REBAR (tuned)"]
+    reinforce = table["REINFORCE (no baseline)"]
+    assert relax["log10_var"] < rebar["log10_var"] - 1          # RELAX's learned control
+    assert relax["log10_var"] < reinforce["log10_var"] - 1
+    assert relax["temperature"] != 0.5 and rebar["temperature"] != 0.5   # tuned
+    for label, row in table.items():
+        assert row["theta"] < 0, label             # every one trains towards b = 0
+    assert pngs(tmp_path) == ["relaxed_control_variates.png"]
+
+
+def test_unordered_set_study(tmp_path):
+    out = load("unordered_set_study").main(ks=(2, 4), scales=(0.5, 4.0), estimates=4000,
+                                           out_dir=tmp_path)
+    for entropy, rows in out.items():
+        for k, unordered, loo in rows:
+            assert unordered < loo, (entropy, k)     # below leave-one-out at equal k
+    assert pngs(tmp_path) == ["unordered_set_study.png"]
