@@ -6,12 +6,15 @@ linear decoder p(x | z) = Bernoulli(logits = z @ V + c) and a linear encoder
 q(z | x) = Bernoulli(logits = x @ W + b). A minibatch of 64 images is a `scg.plate`: the
 score of image b meets only image b's ELBO, although the decoder is 64 pixels wide, as
 wide as the minibatch (scg follows the plate's axis by position, not by size). Trained
-with Adam(1e-3) under scg.jit, three estimators of the encoder's gradient:
+with Adam(1e-3) under scg.jit, six estimators of the encoder's gradient:
 
   leave-one-out   scg.Score("loo"), 2 draws per image (REINFORCE with the other draw's
                   ELBO as baseline: RLOO)
   DisARM          scg.DisARM(), 1 antithetic pair per image (2 evaluations)
   Gumbel (ST)     scg.GumbelSoftmax(1.0, hard=True): straight-through, biased
+  REBAR           scg.REBAR(), 3 evaluations per draw, temperature and scale tuned
+  RELAX           scg.RELAX(), REBAR with a learned control, tuned
+  moving average  scg.Score(MovingAverage()) with 3 draws: REINFORCE at REBAR's evaluations
 
 The script prints the training ELBO per image and the per-draw variance of the encoder's
 gradient at the trained parameters, and plots the ELBO against wall time.
@@ -36,6 +39,9 @@ ESTIMATORS = {
     "leave-one-out": (lambda: scg.Score("loo"), 2),
     "DisARM": (lambda: scg.DisARM(), 1),
     "Gumbel (ST)": (lambda: scg.GumbelSoftmax(1.0, hard=True), 1),
+    "REBAR": (lambda: scg.REBAR(temperature=0.5, scale=1.0), 1),
+    "RELAX": (lambda: scg.RELAX(), 1),
+    "moving average, 3 draws": (lambda: scg.Score(scg.baselines.MovingAverage(0.9)), 3),
 }
 
 

@@ -138,39 +138,40 @@ def _default_control(params, x):
     return nn.mlp(params, x, activation=R.tanh)
 
 
-def _plate_axes(site_dist, plates):
-    batch = tuple(site_dist.batch_shape)
-    return sorted(len(batch) + p.dim for p in plates if 0 <= len(batch) + p.dim < len(batch))
+def _plate_axes(dist, plates):
+    """The dims of the site's batch (its family's, to_event dims at the right) that are
+    plates' (plates count their dims from the right of the outer batch shape)."""
+    outer = len(tuple(dist.batch_shape))
+    return sorted(outer + p.dim for p in plates if 0 <= outer + p.dim < outer)
 
 
 def _features(dist, name, plates):
-    """The control's input width: the site's elements outside its plates, with categories."""
+    """The control's input width: the site's values per plate element (the dims outside
+    its plates, to_event dims and categories included)."""
     from ..distributions.base import family_of
     family = family_of(dist)
-    batch = tuple(dist.batch_shape)
-    kept = _plate_axes(dist, plates)
-    width = int(np.prod([size for j, size in enumerate(batch) if j not in kept], dtype=int))
+    shape = tuple(family.batch_shape)
     if type(family).__name__ == "OneHotCategorical":
-        width *= family.num_categories
-    return width
+        shape += (family.num_categories,)
+    kept = _plate_axes(dist, plates)
+    return int(np.prod([size for j, size in enumerate(shape) if j not in kept], dtype=int))
 
 
 def _as_features(x, site):
-    """Relaxed values (n, *batch[, K]) as (n, *plate sizes, features)."""
-    batch = tuple(site.dist.batch_shape)
+    """Relaxed values (n, *values) as (n, *plate sizes, features)."""
     kept = _plate_axes(site.dist, site.plates)
-    rest = [j for j in range(len(batch)) if j not in kept]
-    order = [0] + [1 + j for j in kept] + [1 + j for j in rest] + \
-        list(range(1 + len(batch), len(np.shape(strip(x)))))
-    x = R.transpose(x, tuple(order))
+    nd = len(np.shape(strip(x))) - 1
+    rest = [j for j in range(nd) if j not in kept]
+    x = R.transpose(x, tuple([0] + [1 + j for j in kept] + [1 + j for j in rest]))
     shape = np.shape(strip(x))
     return R.reshape(x, shape[:1 + len(kept)] + (-1,))
 
 
 def _on_batch(r, site):
-    """The control's output (n, *plate sizes, 1) on the site's batch layout (n, *batch with
-    1 outside its plates)."""
-    batch = tuple(site.dist.batch_shape)
+    """The control's output (n, *plate sizes, 1) on the layout of the site's costs (n,
+    *family batch, its plates' sizes at their dims and 1 elsewhere)."""
+    from ..distributions.base import family_of
+    batch = tuple(family_of(site.dist).batch_shape)
     kept = _plate_axes(site.dist, site.plates)
     n = np.shape(strip(r))[0]
     return R.reshape(r, (n,) + tuple(batch[j] if j in kept else 1 for j in range(len(batch))))
