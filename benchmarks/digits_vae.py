@@ -221,9 +221,9 @@ def main():
         sg, tg = both_enc_grads(T, label, shared, x, args.calls, 11)
         var[label] = (variance(sg), None if tg is None else variance(tg))
         if tg is None:
-            print(f"   {label:<15} scg {var[label][0]:10.4g}   (no PyTorch version)")
+            print(f"   {label:<24} scg {var[label][0]:10.4g}   (no PyTorch version)")
             continue
-        print(f"   {label:<15} scg {var[label][0]:10.4g}   torch {var[label][1]:10.4g}   "
+        print(f"   {label:<24} scg {var[label][0]:10.4g}   torch {var[label][1]:10.4g}   "
               f"scg / torch {var[label][0] / var[label][1]:.3f}")
     print(f"   DisARM / leave-one-out: scg {var['DisARM'][0] / var['leave-one-out'][0]:.3f}, "
           f"torch {var['DisARM'][1] / var['leave-one-out'][1]:.3f}")
@@ -240,7 +240,7 @@ def main():
     for label in LABELS:
         sg, tg = both_enc_grads(T, label, small, xs, args.calls, 5)
         torch_z = "(none)" if tg is None else f"{max_z(tg, exact):7.2f}"
-        print(f"   {label:<15} scg {max_z(sg, exact):7.2f}   torch {torch_z}")
+        print(f"   {label:<24} scg {max_z(sg, exact):7.2f}   torch {torch_z}")
 
     # 3. time per training step, interleaved
     print(f"\n3. time per training step (us), median of {args.repeats} rounds of "
@@ -265,7 +265,7 @@ def main():
                 times[k].append((time.perf_counter() - start) / len(batches) * 1e6)
         med = {k: statistics.median(v) for k, v in times.items()}
         ratio = f"   scg.jit / torch {med['scg.jit'] / med['torch']:.2f}" if "torch" in med else ""
-        print(f"   {label:<15} " + "   ".join(f"{k} {v:7.0f}" for k, v in med.items()) + ratio)
+        print(f"   {label:<24} " + "   ".join(f"{k} {v:7.0f}" for k, v in med.items()) + ratio)
 
     # 4. ELBO after training
     print(f"\n4. ELBO per image on the whole data after {args.steps} steps (same start, same "
@@ -274,11 +274,11 @@ def main():
         params_scg, _ = D.train(label, data, args.steps, eval_every=args.steps)
         a = D.elbo(params_scg, data, draws=16)
         if label not in T["surrogates"]:
-            print(f"   {label:<15} scg {a:8.2f}")
+            print(f"   {label:<24} scg {a:8.2f}")
             continue
         params_torch = T["trainer"](label, args.steps, data)
         b = D.elbo(params_torch, data, draws=16)
-        print(f"   {label:<15} scg {a:8.2f}   torch {b:8.2f}   difference {a - b:+.2f}")
+        print(f"   {label:<24} scg {a:8.2f}   torch {b:8.2f}   difference {a - b:+.2f}")
 
 
 if __name__ == "__main__":
