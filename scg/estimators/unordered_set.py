@@ -29,7 +29,6 @@ import numpy as np
 from ..core import effects
 from ..distributions.base import family_of
 from ..errors import EstimatorError
-from ..numpy import rules as R
 from .base import Estimator
 from .terms import linear_term
 
