@@ -8,7 +8,7 @@ from ..core import effects
 from ..distributions.base import family_of
 from ..errors import EstimatorError
 from .base import Estimator
-from .terms import linear_term, traced_logits
+from .terms import linear_term, require_open_probs, traced_logits
 
 
 def _sigmoid(x):
@@ -34,6 +34,7 @@ class DisARM(Estimator):
             raise EstimatorError(
                 f"site {name!r}: scg.DisARM() serves Bernoulli sites only, not {family}; use "
                 "scg.Score(baseline='loo'), scg.MeasureValued() or scg.Enumerate()")
+        require_open_probs(name, dist, "scg.DisARM()")
 
     def copies(self, name, dist, plates):
         return 2

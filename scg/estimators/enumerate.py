@@ -10,6 +10,7 @@ from ..distributions.base import family_of
 from ..errors import EstimatorError
 from ..numpy import rules as R
 from .base import Estimator
+from .terms import require_open_probs
 
 FAMILIES = ("Bernoulli", "Binomial", "Categorical", "OneHotCategorical")
 
@@ -55,6 +56,7 @@ class Enumerate(Estimator):
                 f"none; it serves {', '.join(FAMILIES)}. Use 'auto', scg.Score() or, with a "
                 "sampling path, scg.Pathwise()")
         _support_size(name, dist)
+        require_open_probs(name, dist, "scg.Enumerate()")
 
     def _layout(self, name, dist, plates):
         """(support size S, the inner batch shape, the dims enumerated per element)."""

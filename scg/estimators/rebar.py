@@ -26,7 +26,7 @@ from ..errors import EstimatorError
 from ..numpy import rules as R
 from .base import Estimator
 from .learned import Learned
-from .terms import linear_term, traced_logits
+from .terms import linear_term, require_open_probs, traced_logits
 
 _TINY = np.finfo(float).tiny
 
@@ -82,6 +82,7 @@ class REBAR(Learned, Estimator):
                 f"site {name!r}: scg.REBAR() for OneHotCategorical needs logits= (its Gumbel "
                 "noise and the conditional noise are paths in the log-probabilities); give "
                 "logits=np.log(probs), or use scg.Score('loo') with probs=")
+        require_open_probs(name, dist, f"scg.{type(self).__name__}()")
 
     def copies(self, name, dist, plates):
         return 3

@@ -2,7 +2,9 @@
 
 import numpy as np
 
+from ..core import effects
 from ..core.tape import Primitive, defvjp
+from ..errors import EstimatorError
 from ..distributions.base import family_of
 from ..numpy import rules as R
 
@@ -37,3 +39,23 @@ def traced_logits(site, ctx):
     p = ctx.param(site, "probs")
     return R.subtract(R.log(p), R.log1p(R.negative(p)))
 
+
+
+def require_open_probs(name, dist, who):
+    """Raise EstimatorError if a Bernoulli site's probs are exactly 0 or 1 somewhere: an
+    estimator that takes the log-probability (or the logits) of both values cannot
+    evaluate it there, although the derivative exists."""
+    family = family_of(dist)
+    if type(family).__name__ != "Bernoulli" or family.params.get("probs") is None:
+        return
+    plain = effects.asarray(family.params["probs"], dtype=float)
+    if not effects.check(_open, plain, f"site {name!r}: probs inside (0, 1)"):
+        raise EstimatorError(
+            f"site {name!r}: {who} takes the log-probability of both values of the coin, but "
+            "its probs is exactly 0 or 1 at some element (log p = -inf there). The derivative "
+            "exists: scg.MeasureValued() gives it exactly at the boundary; or parameterize "
+            "the coin by logits=, which never reach 0 or 1")
+
+
+def _open(p):
+    return bool(np.all((p > 0.0) & (p < 1.0)))

@@ -22,6 +22,7 @@ Each P_{D-A}(S - A) is one entry of a backward pass over the 2^k subsets A of S 
 B(A) = sum over s not in A of p(s) / (1 - p(A)) B(A + s), B(S) = 1.
 """
 
+import functools
 import numbers
 
 import numpy as np
@@ -73,6 +74,16 @@ class UnorderedSet(Estimator):
                 f"site {name!r}: scg.UnorderedSet(k={self.k}) needs k distinct categories, "
                 f"but the site has {family.num_categories}; use k <= "
                 f"{family.num_categories} (k = {family.num_categories} is the exact sum)")
+
+        probs = family.params.get("probs")
+        if probs is not None and not effects.check(
+                functools.partial(_enough_support, k=self.k),
+                effects.asarray(probs, dtype=float), f"site {name!r}: k values of p > 0"):
+            raise EstimatorError(
+                f"site {name!r}: scg.UnorderedSet(k={self.k}) draws {self.k} distinct "
+                f"categories, but at some element fewer than {self.k} have a probability "
+                "above 0 (a set would hold one of probability 0, whose log-probability is "
+                "-inf); lower k, or use scg.Score('loo') for sites with masked categories")
 
     def copies(self, name, dist, plates):
         return self.k
@@ -153,6 +164,10 @@ class UnorderedSet(Estimator):
 
     def __repr__(self):
         return f"UnorderedSet(k={self.k})"
+
+
+def _enough_support(p, k):
+    return bool(np.all(np.sum(p > 0.0, axis=-1) >= k))
 
 
 def _log_softmax(logits):
