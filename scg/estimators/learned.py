@@ -65,10 +65,6 @@ class Learned:
         logits, shape (n, *logits), traced in the parameters."""
         raise NotImplementedError
 
-    def tuned(self, state):
-        """The parameters after the tuning so far ({} before the first step)."""
-        return dict(state.get("params", {}))
-
     def describe_tuning(self, state):
         """explain()'s words on the tuning: the current values and the steps taken."""
         steps = int(state.get("optimizer", {}).get("t", 0))
@@ -87,9 +83,19 @@ class Learned:
 
 def _read(state, key, initial):
     params = state.get("params")
+    return _as_param(initial) if params is None else params[key]
+
+
+def _as_param(v):
+    return np.float64(v) if np.ndim(v) == 0 else np.array(v, dtype=float)
+
+
+def current(estimator, state):
+    """The parameters in `state`: the tuned ones, or the initial ones before any step."""
+    params = state.get("params")
     if params is None:
-        return np.float64(initial) if np.ndim(initial) == 0 else np.array(initial, dtype=float)
-    return params[key]
+        params = {k: _as_param(v) for k, v in estimator.initial_params().items()}
+    return params
 
 
 def _show(v):
@@ -98,10 +104,7 @@ def _show(v):
 
 def step(estimator, state, grads, variance):
     """One Adam step of the parameters in `state` against `grads` (a dict like them)."""
-    params = state.get("params")
-    if params is None:
-        params = {k: np.float64(v) if np.ndim(v) == 0 else np.array(v, dtype=float)
-                  for k, v in estimator.initial_params().items()}
+    params = current(estimator, state)
     opt = Adam(estimator.lr)
     opt_state = state.get("optimizer") or opt.init(params)
     grads = {k: np.zeros(np.shape(params[k])) if grads.get(k) is None else grads[k]

@@ -91,10 +91,11 @@ class REBAR(Learned, Estimator):
         u = np.clip(effects.asarray(d.uniform()), _TINY, 1.0 - np.finfo(float).epsneg)
         v = np.clip(effects.asarray(d.draws(lambda dist, rng, shape: rng.random(
             dist._extended_shape(shape)))), _TINY, 1.0 - np.finfo(float).epsneg)
+        # (tuned: read from the site's state; a probe's: traced; else the initial ones)
+        params = d.aux["params"] = self.params(d)
         if self.tunes or self._probe_params is not None:
-            params = self.params(d)  # (tuned: read from the site's state; a probe's: traced)
             d.aux["T"], d.aux["eta"] = R.exp(params["log_temperature"]), params["scale"]
-        else:
+        else:  # (as given: exp(log T) would round)
             d.aux["T"], d.aux["eta"] = self.temperature, self.scale
         if type(family_of(d.dist)).__name__ == "OneHotCategorical":
             return self._draw_categorical(d, u, v)
@@ -166,11 +167,8 @@ class REBAR(Learned, Estimator):
         # the costs at s(z) and s(z~) enter with +eta and -eta: their derivatives are the
         # correction; their values are taken out again by the term
         index = ctx.trace.copies.index(site.name)
-        eta = site.aux["eta"]
-        if type(eta) is float:
-            return np.where(index == 0, 1.0, np.where(index == 1, eta, -eta))
         return R.add((index == 0).astype(float),
-                     R.multiply(eta, (index == 1).astype(float) - (index == 2)))
+                     R.multiply(site.aux["eta"], (index == 1).astype(float) - (index == 2)))
 
     def term(self, site, ctx):
         if not ctx.has_downstream(site):
@@ -209,9 +207,9 @@ class REBAR(Learned, Estimator):
         """A learned control's zero-valued term d[c(s(z)) - c(s(z~))] / n, or None."""
         return None
 
-    def _probe_control(self, site):
-        """For a probe: the learned control at s(z) and s(z~), traced, on the site's batch
-        layout (n, *batch), or None."""
+    def _probe_control(self, site, n):
+        """For a probe: the learned control at s(z) and s(z~) for the n draws, traced, on
+        the site's batch layout (n, *batch), or None."""
         return None
 
     def per_draw_estimate(self, site, ctx):
@@ -223,7 +221,7 @@ class REBAR(Learned, Estimator):
         f_b, f_z, f_zt = f[:n], f[n:2 * n], f[2 * n:]
         root = site.aux["root"]
         relaxed = R.multiply(eta, R.subtract(R.sum_(f_z), R.sum_(f_zt)))
-        control = self._probe_control(site)
+        control = self._probe_control(site, n)
         if control is not None:
             c_z, c_zt = control
             relaxed = R.add(relaxed, R.subtract(R.sum_(c_z), R.sum_(c_zt)))
@@ -257,11 +255,9 @@ class REBAR(Learned, Estimator):
 
     def explain_terms(self, site, trace):
         down = " + ".join(c.name for c in trace.downstream_costs(site)) or "no cost"
-        tuning = ""
-        if self.tunes and trace.states is not None and site.name in trace.states:
-            tuning = self.describe_tuning(trace.states[site.name].estimator)
-        elif self.tunes:
-            tuning = "; tuned after each gradient call (no step yet)"
+        states = trace.states
+        tuning = self.describe_tuning(
+            states[site.name].estimator if states is not None and site.name in states else {})
         return [f"(f(b) - eta f(s(z~))) dlog p({site.name}) + eta df(s(z)) - eta df(s(z~)), "
                 f"f = {down}, s(z) = sigmoid(z / {_shown(site.aux['T'])}), "
                 f"eta = {_shown(site.aux['eta'])}{tuning}"]

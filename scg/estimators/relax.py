@@ -19,6 +19,7 @@ import numpy as np
 
 from ..core import effects, pytree
 from ..core.tape import strip
+from ..distributions.base import family_of
 from ..numpy import rules as R
 from .. import nn
 from .rebar import REBAR
@@ -54,16 +55,19 @@ class RELAX(REBAR):
         self.control = control
         self.hidden = hidden
         self._features = None  # (the default control's input width, from the first site)
+        self._initial = None if control is None else control[1]  # (the control's start)
 
     # ------------------------------------------------------------ the control's parameters
     def _control_init(self):
-        if self.control is not None:
-            return self.control[1]
-        if self._features is None:
-            return []
-        layers = nn.init_mlp(0, [self._features, self.hidden, 1], init="glorot")
-        layers[-1]["W"] = np.zeros_like(layers[-1]["W"])  # (r = 0 at first: REBAR)
-        return layers
+        """The control's initial parameters (the default's, made once its input width is
+        known from the first site drawn)."""
+        if self._initial is None:
+            if self._features is None:
+                return []
+            layers = nn.init_mlp(0, [self._features, self.hidden, 1], init="glorot")
+            layers[-1]["W"] = np.zeros_like(layers[-1]["W"])  # (r = 0 at first: REBAR)
+            self._initial = layers
+        return self._initial
 
     def initial_params(self):
         params = super().initial_params()
@@ -88,15 +92,13 @@ class RELAX(REBAR):
     # ------------------------------------------------------------ drawing
     def draw(self, d):
         if self._features is None and self.control is None:
-            self._features = _features(d.dist, d.name, getattr(d.run, "plates", ()))
-        value = super().draw(d)
-        d.aux["control_params"] = self.params(d)
-        return value
+            self._features = _features(d.dist, d.run.plates)
+        return super().draw(d)
 
     def _control_values(self, site, n):
         """r at s(z) and s(z~) for the n draws, on the site's batch layout (n, *batch)."""
         relaxed, relaxed_tilde = site.aux["relaxed"]
-        params = site.aux["control_params"]
+        params = site.aux["params"]  # (REBAR's draw read them)
         out = []
         for s in (relaxed, relaxed_tilde):
             # (a per-draw value's physical rows; the estimators layer sits below the
@@ -116,8 +118,8 @@ class RELAX(REBAR):
         difference = R.divide(R.subtract(R.sum_(c_z), R.sum_(c_zt)), ctx.n)
         return R.subtract(difference, R.stop_gradient(difference))  # (zero in value)
 
-    def _probe_control(self, site):
-        return self._control_values(site, site.aux["b"].shape[0] // 3)
+    def _probe_control(self, site, n):
+        return self._control_values(site, n)
 
     def describe(self, site):
         return super().describe(site).replace("REBAR", "RELAX", 1).replace(
@@ -145,10 +147,9 @@ def _plate_axes(dist, plates):
     return sorted(outer + p.dim for p in plates if 0 <= outer + p.dim < outer)
 
 
-def _features(dist, name, plates):
+def _features(dist, plates):
     """The control's input width: the site's values per plate element (the dims outside
     its plates, to_event dims and categories included)."""
-    from ..distributions.base import family_of
     family = family_of(dist)
     shape = tuple(family.batch_shape)
     if type(family).__name__ == "OneHotCategorical":
@@ -170,7 +171,6 @@ def _as_features(x, site):
 def _on_batch(r, site):
     """The control's output (n, *plate sizes, 1) on the layout of the site's costs (n,
     *family batch, its plates' sizes at their dims and 1 elsewhere)."""
-    from ..distributions.base import family_of
     batch = tuple(family_of(site.dist).batch_shape)
     kept = _plate_axes(site.dist, site.plates)
     n = np.shape(strip(r))[0]

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..core import effects, pytree
 from ..core.tape import Box, Tracer, backward, new_level, new_root, strip
-from ..estimators.learned import step
+from ..estimators.learned import current, step
 from ..numpy import rules as R
 from .sites import Overrides
 from .surrogate import SurrogateContext
@@ -44,8 +44,8 @@ def _tune(E, tuning, treedef, *leaves):
     with effects.outside():
         for name, estimator in tuning.items():
             state = E.states.of(name).estimator
-            params = state.get("params") or estimator.initial_params()
-            variance, grads = variance_gradient(E, name, estimator, params, args, kwargs)
+            variance, grads = variance_gradient(E, name, estimator, current(estimator, state),
+                                                args, kwargs)
             step(estimator, state, grads, variance)
 
 
