@@ -1,26 +1,32 @@
-"""scg.REBAR at a fixed temperature and scale (learn=False): unbiased at any temperature and scale.
+"""scg.REBAR: unbiased at any fixed temperature and scale (learn=False), and with learn=True
+the temperature and scale tuned by an unbiased estimate of the gradient of the estimate's
+variance, the estimate unbiased while they learn.
 
 The toy of the REBAR and RELAX papers, f(b) = (b - 0.45)^2 with one coin, against its
 exact gradient; a plate of coins with per-element costs; three evaluations per draw; the
 control variate's values taken out of the objective's value; clear errors.
 """
 
+import cloudpickle
 import numpy as np
 import pytest
 
 import scg
+from scg.stochastic.tuning import variance_gradient
+
+TARGET = 0.45
 
 
 def toy(estimator):
     def model(theta):
         b = scg.sample("b", scg.Bernoulli(logits=theta), estimator=estimator)
-        return (b - 0.45) ** 2
+        return (b - TARGET) ** 2
     return model
 
 
 def toy_gradient(theta):
     p = 1.0 / (1.0 + np.exp(-theta))
-    return p * (1.0 - p) * ((1.0 - 0.45) ** 2 - 0.45 ** 2)
+    return p * (1.0 - p) * ((1.0 - TARGET) ** 2 - TARGET ** 2)
 
 
 @pytest.mark.parametrize("temperature", [0.1, 0.5, 2.0])
@@ -79,3 +85,155 @@ def test_one_hot_categorical_needs_logits():
         return np.sum(k * np.arange(3.0))
     with pytest.raises(scg.EstimatorError, match="needs logits="):
         scg.grad(scg.expectation(with_probs, n=4, seed=0))(np.array([0.2, 0.3, 0.5]))
+
+
+# ---------------------------------------------------------------- learn=True
+# On the toy the REBAR estimate g(u, v) is a function of the two uniforms, so its second
+# moment, and by finite differences its derivatives in the temperature and scale, are
+# computed exactly by quadrature (split where b switches).
+
+def rebar_by_hand(u, v, a, T, eta):
+    """The REBAR estimate of d E[f(b)] / da on the toy, for uniforms u, v."""
+    def sig(x):
+        return 1.0 / (1.0 + np.exp(-x))
+
+    def f(x):
+        return (x - TARGET) ** 2
+
+    def df(x):
+        return 2.0 * (x - TARGET)
+    p = sig(a)
+    b = (u > 1.0 - p).astype(float)
+    s = sig((a + np.log(u) - np.log1p(-u)) / T)
+    ut = b * (1.0 - p + v * p) + (1.0 - b) * v * (1.0 - p)
+    st = sig((a + np.log(ut) - np.log1p(-ut)) / T)
+    dzt = 1.0 + p * (1.0 - p) * (b * (v - 1.0) - (1.0 - b) * v) / (ut * (1.0 - ut))
+    return ((f(b) - eta * f(st)) * (b - p)
+            + eta * (df(s) * s * (1.0 - s) / T - df(st) * st * (1.0 - st) / T * dzt))
+
+
+def second_moment(a, T, eta, points=400):
+    """E[g^2] by Gauss-Legendre quadrature over (u, v), u split at 1 - p."""
+    x, w = np.polynomial.legendre.leggauss(points)
+    cut = 1.0 - 1.0 / (1.0 + np.exp(-a))
+    v, wv = (x + 1.0) / 2.0, w / 2.0
+    total = 0.0
+    for lo, hi in ((0.0, cut), (cut, 1.0)):
+        u, wu = lo + (hi - lo) * (x + 1.0) / 2.0, w * (hi - lo) / 2.0
+        g = rebar_by_hand(u[:, None], v[None, :], a, T, eta)
+        total += np.sum(wu[:, None] * wv[None, :] * g ** 2)
+    return total
+
+
+def exact_variance(a, T, eta):
+    return second_moment(a, T, eta) - toy_gradient(a) ** 2
+
+
+def test_the_variance_gradient_is_unbiased_against_quadrature():
+    a, T, eta = 0.3, 0.3, 0.7
+    estimator = scg.REBAR(T, eta)
+    E = scg.expectation(toy(estimator), n=2000, seed=5)
+    runs = np.array([
+        [v, g["log_temperature"], g["scale"]] for v, g in (
+            variance_gradient(E, "b", estimator, estimator.initial_params(), (np.array(a),), {})
+            for _ in range(300))])
+    h = 1e-4
+    exact = [second_moment(a, T, eta),
+             (second_moment(a, T * np.exp(h), eta) - second_moment(a, T * np.exp(-h), eta)) / (2 * h),
+             (second_moment(a, T, eta + h) - second_moment(a, T, eta - h)) / (2 * h)]
+    z = (runs.mean(axis=0) - exact) / (runs.std(axis=0, ddof=1) / np.sqrt(len(runs)))
+    assert np.all(np.abs(z) < 5), (runs.mean(axis=0), exact, z)
+
+
+def test_the_quadrature_is_the_variance_scg_measures():
+    """The integrand by hand is scg's estimator: its exact variance is the per-draw
+    variance scg.grad_samples measures, to the sample variance's standard error."""
+    a, T, eta = 0.3, 0.5, 1.0
+    gs = scg.grad_samples(scg.expectation(toy(scg.REBAR(T, eta, learn=False)), n=200_000,
+                                          seed=1))(np.array(a))
+    g = gs.samples
+    centred = (g - g.mean()) ** 2
+    stderr = np.sqrt(np.var(centred) / len(g))
+    assert abs(gs.var - exact_variance(a, T, eta)) < 5 * stderr, (gs.var, stderr)
+
+
+def test_unbiased_while_learning():
+    a = np.array(0.3)
+    E = scg.expectation(toy(scg.REBAR(0.1, 1.0, lr=0.05)), n=500, seed=2)
+    grads = np.array([scg.grad(E)(a) for _ in range(400)])
+    z = (grads.mean() - toy_gradient(0.3)) / (grads.std(ddof=1) / np.sqrt(len(grads)))
+    assert abs(z) < 5, (grads.mean(), toy_gradient(0.3), z)
+    params = E.states["b"].estimator["params"]
+    assert params["log_temperature"] != np.log(0.1) and params["scale"] != 1.0
+
+
+def test_learning_lowers_the_variance_from_where_it_starts():
+    a = 0.3
+    E = scg.expectation(toy(scg.REBAR(0.1, 1.0, lr=0.05)), n=200, seed=4)
+    for _ in range(300):
+        scg.grad(E)(np.array(a))
+    tuned = E.states["b"].estimator["params"]
+    T, eta = float(np.exp(tuned["log_temperature"])), float(tuned["scale"])
+    start, end = exact_variance(a, 0.1, 1.0), exact_variance(a, T, eta)
+    assert end < 0.25 * start, (start, end, T, eta)
+    # and near the best that REBAR reaches on the toy (scale 0: REINFORCE)
+    assert end < 1.02 * exact_variance(a, 1.0, 0.0), (end, T, eta)
+
+
+def test_the_state_lives_in_the_expectation_and_explain_shows_it():
+    estimator = scg.REBAR(0.5, 1.0, lr=0.05)
+    E1 = scg.expectation(toy(estimator), n=100, seed=0)
+    E2 = scg.expectation(toy(estimator), n=100, seed=0)
+    for _ in range(5):
+        scg.grad(E1)(np.array(0.3))
+    assert E1.states["b"].estimator["optimizer"]["t"] == 5
+    assert "b" not in E2.states
+    text = E1.last_trace.explain()
+    assert "tuned over 5 calls to temperature" in text, text
+    # a pickled expectation continues with its tuned values
+    E3 = cloudpickle.loads(cloudpickle.dumps(E1))
+    np.testing.assert_array_equal(scg.grad(E3)(np.array(0.3)), scg.grad(E1)(np.array(0.3)))
+    assert repr(E3.states) == repr(E1.states)
+    # a plain call (no gradient) tunes nothing
+    E1(np.array(0.3))
+    assert E1.states["b"].estimator["optimizer"]["t"] == 6
+
+
+def test_a_plate_of_coins_learns_per_element_and_stays_unbiased():
+    target = np.array([0.1, 0.7, 0.4, 0.9])
+
+    def model(theta):
+        with scg.plate("coins", 4):
+            b = scg.sample("b", scg.Bernoulli(logits=theta), estimator=scg.REBAR(0.3, 1.0, lr=0.05))
+            return (b - target) ** 2
+    theta = np.array([-0.5, 0.2, 0.8, 1.5])
+    E = scg.expectation(model, n=400, seed=3)
+    grads = np.array([scg.grad(E)(theta) for _ in range(300)])
+    p = 1.0 / (1.0 + np.exp(-theta))
+    exact = p * (1 - p) * ((1 - target) ** 2 - target ** 2)
+    z = (grads.mean(axis=0) - exact) / (grads.std(axis=0, ddof=1) / np.sqrt(len(grads)))
+    assert np.all(np.abs(z) < 5), z
+
+
+def test_a_categorical_site_learns_and_stays_unbiased():
+    values = np.array([0.0, 1.0, 3.0])
+
+    def model(logits):
+        k = scg.sample("k", scg.OneHotCategorical(logits=logits), estimator=scg.REBAR(0.5, 1.0, lr=0.05))
+        return (np.sum(k * values) - 1.2) ** 2
+    logits = np.array([0.2, -0.4, 0.1])
+    E = scg.expectation(model, n=400, seed=6)
+    grads = np.array([scg.grad(E)(logits) for _ in range(300)])
+    p = np.exp(logits) / np.sum(np.exp(logits))
+    f = (values - 1.2) ** 2
+    exact = p * (f - np.sum(p * f))
+    z = (grads.mean(axis=0) - exact) / (grads.std(axis=0, ddof=1) / np.sqrt(len(grads)))
+    assert np.all(np.abs(z) < 5), z
+    assert E.states["k"].estimator["optimizer"]["t"] == 300
+
+
+def test_errors_of_the_tuning():
+    with pytest.raises(ValueError, match="lr must be a positive finite number"):
+        scg.REBAR(lr=0.0)
+    with pytest.raises(scg.EstimatorError, match="first derivatives only"):
+        scg.hessian(scg.expectation(toy(scg.REBAR()), n=8, seed=0))(np.array(0.3))

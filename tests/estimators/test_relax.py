@@ -10,7 +10,7 @@ import pytest
 
 import scg
 
-from .test_rebar_learning import exact_variance, toy, toy_gradient
+from .test_rebar import exact_variance, toy, toy_gradient
 
 
 def test_unbiased_with_a_fixed_control_of_the_users():

@@ -1,5 +1,6 @@
-"""A coin whose probs is exactly 0 or 1: the derivative exists (f(1) - f(0) in p), so an
-estimator gives it exactly or says why it cannot, and which estimator can."""
+"""The estimators' shared checks (estimators/terms.py), for a coin whose probs is exactly
+0 or 1: the derivative exists (f(1) - f(0) in p), so an estimator gives it exactly or says
+why it cannot, and which estimator can."""
 
 import numpy as np
 import pytest
