@@ -88,7 +88,8 @@ def test_compare_on_the_cluster_equals_the_in_process_run(client):
           "mvd": scg.MeasureValued(), "pairs": scg.Pathwise(antithetic=True)}),
         (discrete_model(), PHI, discrete_exact_grad(PHI),
          {"enumerate": scg.Enumerate(), "disarm": {"b": scg.DisARM()},
-          "loo": scg.Score("loo")}),
+          "loo": scg.Score("loo"), "rebar": {"b": scg.REBAR(learn=False)},
+          "relax": {"b": scg.RELAX()}}),
     ]
     for model, theta, reference, estimators in cases:
         kwargs = dict(estimators=estimators, n=20_000, chunk=2_000, reference=reference)
@@ -357,7 +358,8 @@ def test_compare_of_a_blackbox_model_on_the_cluster(client):
 
 def _multi_sample_models():
     """Closures (pickled by value): an IWAE bound of coins with VIMCO, one of a Gaussian
-    with DReG, and a token bandit with GRPO, each with its estimators."""
+    with DReG, and a token bandit with GRPO and the unordered set estimator, each with its
+    estimators."""
     table = np.array([[-1.2, 0.4], [-0.3, -2.0]])
     rewards = np.array([[1.0, 0.0, 2.5], [0.3, 0.9, 0.1]])
 
@@ -388,7 +390,8 @@ def _multi_sample_models():
         (gaussian, np.array([0.4, -0.2]), {"dreg": scg.Pathwise(dreg=True),
                                            "pathwise": scg.Pathwise()}),
         (bandit, np.zeros((2, 3)), {"grpo": scg.Score(scg.baselines.GRPO("batch")),
-                                    "dr grpo": scg.Score(scg.baselines.GRPO(None))}),
+                                    "dr grpo": scg.Score(scg.baselines.GRPO(None)),
+                                    "unordered set": scg.UnorderedSet(2)}),
     ]
 
 
