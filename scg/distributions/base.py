@@ -257,9 +257,11 @@ def _reuse_last(log_prob):
         if kwargs or len(args) != 1 or not _is_per_draw(args[0]):
             return log_prob(self, *args, **kwargs)
         value = args[0]
-        proposal = getattr(value, "proposal", None)  # (a DReG site's draw: estimators/dreg.py)
-        if proposal is not None and proposal.matches(self):
-            return proposal.log_prob_held(self, value, log_prob)
+        law = getattr(value, "law", None)  # (what the site's estimator makes of log_prob at its draw)
+        if law is not None:
+            lp = law.log_prob(self, value, log_prob)
+            if lp is not None:
+                return lp
         state = _state(self)
         last = self.__dict__.get("_last_log_prob")
         if last is not None and last[0] is log_prob and last[1] is value and \
@@ -327,6 +329,10 @@ class Independent(Distribution):
 
     def log_prob(self, value):
         lp = self.base.log_prob(value)
+        return R.sum_(lp, axis=tuple(range(-self.k, 0)))
+
+    def relaxed_log_prob(self, value):
+        lp = self.base.relaxed_log_prob(value)
         return R.sum_(lp, axis=tuple(range(-self.k, 0)))
 
     def noise(self, rng, shape=()):

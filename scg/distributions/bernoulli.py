@@ -2,6 +2,8 @@
 
 import numpy as np
 
+from ..core import effects
+from ..core.tape import strip
 from ..numpy import rules as R
 from . import constraints
 from ._util import full, mask_outside, plain
@@ -47,6 +49,22 @@ class Bernoulli(Distribution):
         one = np.equal(value, 1)
         lp = np.where(one, np.log(np.where(one, p, 1.0)), np.log1p(-np.where(one, 0.0, p)))
         return mask_outside(inside, lp)
+
+    def relaxed_log_prob(self, value):
+        """The log-probability's continuous extension to values in [0, 1], x log p +
+        (1 - x) log(1 - p): log_prob itself on {0, 1}, finite between (the concrete
+        relaxations of REBAR and RELAX evaluate the model there)."""
+        if self.logits is not None:
+            return value * self.logits - R.softplus(self.logits)
+        p = self.probs
+        inner = np.logical_and(np.greater(p, 0.0), np.less(p, 1.0))
+        q = np.where(inner, p, 0.5)
+        lp = value * np.log(q) + (1.0 - value) * np.log1p(-q)
+        if effects.check(np.all, strip(inner), "probabilities strictly between 0 and 1"):
+            # (no comparison of the value: its derivative is the slope)
+            return lp
+        with np.errstate(divide="ignore"):  # (p at 0 or 1: only that value is finite)
+            return np.where(inner, lp, self.log_prob(value))
 
     def entropy(self):
         if self.logits is not None:  # softplus(l) - l sigmoid(l), without overflow

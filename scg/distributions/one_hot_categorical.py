@@ -3,6 +3,8 @@ no reparameterization path."""
 
 import numpy as np
 
+from ..core import effects
+from ..core.tape import strip
 from ..numpy import rules as R
 from . import constraints
 from ._util import full, mask_outside
@@ -84,6 +86,18 @@ class OneHotCategorical(Distribution):
 
     def _log_probs(self):
         return self._categorical()._log_probs()
+
+    def relaxed_log_prob(self, value):
+        """The log-probability's continuous extension to the simplex, sum(x * log_probs):
+        log_prob itself on one-hot vectors, finite inside (the concrete relaxations of
+        REBAR and RELAX evaluate the model there); 0 log 0 = 0."""
+        lp = self._log_probs()
+        finite = np.isfinite(lp)
+        if effects.check(np.all, strip(finite), "finite log-probabilities"):
+            return np.sum(value * lp, axis=-1)  # (no comparison of the value)
+        zero = np.equal(value, 0)  # (a category of probability 0 takes only 0)
+        return np.sum(np.where(finite, value * np.where(finite, lp, 0.0),
+                               np.where(zero, 0.0, -np.inf)), axis=-1)
 
     def entropy(self):
         lp = self._log_probs()

@@ -61,6 +61,11 @@ class Proposal:
             params[k] is v or (type(v) is np.ndarray and type(params[k]) is np.ndarray and
                                np.array_equal(params[k], v)) for k, v in self.params.items())
 
+    def log_prob(self, dist, value, log_prob):
+        """As the draw's `law` (PerSample.law): log q with q's parameters held fixed for the
+        site's proposal; None (the plain log_prob) for any other distribution."""
+        return self.log_prob_held(dist, value, log_prob) if self.matches(dist) else None
+
     def log_prob_held(self, dist, value, log_prob):
         """log q(value) with q's parameters held fixed (no derivative through them)."""
         self.log_prob_seen = True

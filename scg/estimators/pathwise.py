@@ -61,7 +61,7 @@ class Pathwise(Estimator):
                 "plate. Use scg.Pathwise()")
         proposal = Proposal(d.name, d.given, len(d.dist.batch_shape),
                             len(d.dist.event_shape), d.run.plates)
-        d.aux["proposal"] = proposal
+        d.aux["proposal"] = d.aux["law"] = proposal
         d.run.proposals.append(proposal)
         return d.rewrap(x, scale_gradient(x.value, proposal.factor))
 

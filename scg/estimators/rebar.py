@@ -31,6 +31,22 @@ from .terms import linear_term, require_open_probs, traced_logits
 _TINY = np.finfo(float).tiny
 
 
+class _Relaxed:
+    """The law of a REBAR site's draw (PerSample.law): copies 1 and 2 of its rows hold
+    relaxed values, between 0 and 1, so a model's log_prob of a Bernoulli or
+    OneHotCategorical at the draw (log q(z) in an ELBO, a prior's log p(z)) takes the
+    family's continuous form there, `relaxed_log_prob`, equal to log_prob on copy 0.
+    Other families take their plain log_prob."""
+
+    def log_prob(self, dist, value, log_prob):
+        if getattr(family_of(dist), "relaxed_log_prob", None) is None:
+            return None
+        return dist.relaxed_log_prob(value)
+
+
+RELAXED = _Relaxed()
+
+
 class REBAR(Learned, Estimator):
     """REBAR for Bernoulli and OneHotCategorical sites: unbiased at any temperature and
     scale.
@@ -135,6 +151,7 @@ class REBAR(Learned, Estimator):
     def _assemble(d, u, b, relaxed, relaxed_tilde):
         """Copy 0 of the rows holds b, copy 1 the relaxation s(z), copy 2 s(z~)."""
         d.aux["relaxed"] = (relaxed, relaxed_tilde)  # (for a learned control, relax.py)
+        d.aux["law"] = RELAXED  # (a log_prob at the copies takes its continuous form)
         copy = d.copies.index(d.name).reshape((-1,) + (1,) * (u.ndim - 1))
         return R.add(d.per_draw(np.where(copy == 0, b, 0.0)),
                      R.add(R.multiply(d.per_draw((copy == 1).astype(float)), relaxed),

@@ -59,7 +59,7 @@ class PerSample(Tracer):
     reduction, a contraction or an index across the plate's axis, a black box): for that
     site's score, the value is not per element of that plate. See `scg.stochastic.plates`."""
 
-    __slots__ = ("value", "shape", "deps", "node", "axes", "mixed", "proposal")
+    __slots__ = ("value", "shape", "deps", "node", "axes", "mixed", "law")
     __array_priority__ = 200.0
 
     def __init__(self, value, level, deps=NO_DEPS, node=None, axes=(), mixed=frozenset()):
@@ -70,7 +70,10 @@ class PerSample(Tracer):
         self.node = node  # graph node id when the run records operations
         self.axes = axes
         self.mixed = mixed
-        self.proposal = None  # (a DReG site's own draw: its Proposal, estimators/dreg.py)
+        # (the site's own draw: what its estimator makes of a log_prob at it, an object
+        # with log_prob(dist, value, log_prob) giving an array or None for the plain one;
+        # DReG's Proposal, REBAR's relaxed copies)
+        self.law = None
 
     @property
     def plates(self):

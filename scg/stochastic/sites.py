@@ -300,7 +300,7 @@ def draw_site(run, msg):
     axes, mixed = label_draw(dist, level, run.plates, run.sites) if run.plated \
         else ((), frozenset())
     out = PerSample(value, level, deps, axes=axes, mixed=mixed)
-    out.proposal = d.aux.get("proposal")  # (a DReG site's: see estimators/dreg.py)
+    out.law = d.aux.get("law")  # (DReG's proposal, REBAR's relaxation: PerSample.law)
     law = draw is d.handed_out  # (the law's own draws, whatever the estimator declares)
     site = Site(name, dist, out, est, reason, run.plates, param_deps, d.aux,
                 own_draws=law or est.promises("own_draws"),
@@ -566,7 +566,7 @@ def add_cost(run, msg):
     bad = count_nonfinite(strip(value))
     if bad:
         raise FloatingPointError(f"cost {name!r} is not finite for {bad} of "
-                                 f"{np.size(strip(value))} entries")
+                                 f"{np.size(strip(value))} entries" + _relaxed_hint(run, value))
     plates, deps, axes, mixed = (), NO_DEPS, (), frozenset()
     if isinstance(value, PerSample) and value.level == run.level:
         deps = value.deps
@@ -584,6 +584,21 @@ def add_cost(run, msg):
     if scale != 1.0:
         value = R.multiply(value, scale)
     run.add_cost(Cost(name, value, plates, deps, axes, mixed))
+
+
+def _relaxed_hint(run, value):
+    """Why a cost may be non-finite on the relaxed copies of a REBAR or RELAX site."""
+    up = value.deps.up if isinstance(value, PerSample) else ()
+    names = [n for n in up if n in run.sites and "relaxed" in run.sites[n].aux]
+    if not names:
+        return ""
+    return (f"; site {names[0]!r} is drawn by {run.sites[names[0]].estimator!r}, which also "
+            "runs the model at relaxed values of the draw, strictly between 0 and 1: a "
+            "Bernoulli or OneHotCategorical log_prob at the site's value takes its "
+            "continuous form there, but a log_prob at a value computed from it (1 - z, an "
+            "indexing), log(z) or a comparison of it may be -inf or nan. Write such a term "
+            "as a formula finite on [0, 1], e.g. z * logits - softplus(logits), or use "
+            "scg.DisARM() or scg.Score('loo'), which evaluate only 0 and 1")
 
 
 # ---------------------------------------------------------------------- plate

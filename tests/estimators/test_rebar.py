@@ -237,3 +237,90 @@ def test_errors_of_the_tuning():
         scg.REBAR(lr=0.0)
     with pytest.raises(scg.EstimatorError, match="first derivatives only"):
         scg.hessian(scg.expectation(toy(scg.REBAR()), n=8, seed=0))(np.array(0.3))
+
+
+# ---------------------------------------------------------------- log q(z) at the relaxed copies
+def elbo_model(estimator, prior_probs):
+    """An ELBO as users write it: q.log_prob(z) and a prior's log_prob at the draw."""
+    def model(a):
+        q = scg.Bernoulli(logits=a).to_event(1)
+        z = scg.sample("z", q, estimator=estimator)
+        prior = scg.Bernoulli(probs=prior_probs).to_event(1)
+        return np.sum((z - 0.4) ** 2) + q.log_prob(z) - prior.log_prob(z)
+    return model
+
+
+def elbo_gradient(a, prior_probs):
+    def value(a):
+        p = 1.0 / (1.0 + np.exp(-a))
+        bits = np.array(np.meshgrid(*[[0.0, 1.0]] * len(a), indexing="ij")).reshape(len(a), -1).T
+        lq = np.sum(bits * np.log(p) + (1 - bits) * np.log1p(-p), axis=1)
+        lp = np.sum(bits * np.log(prior_probs) + (1 - bits) * np.log1p(-prior_probs), axis=1)
+        return np.sum(np.exp(lq) * (np.sum((bits - 0.4) ** 2, axis=1) + lq - lp))
+    h = 1e-6
+    return np.array([(value(a + h * e) - value(a - h * e)) / (2 * h) for e in np.eye(len(a))])
+
+
+@pytest.mark.parametrize("estimator", [scg.REBAR(0.5, 1.0, learn=False), scg.REBAR(),
+                                       scg.RELAX()], ids=["fixed", "learning", "relax"])
+def test_an_elbo_with_log_prob_at_the_draw_is_unbiased(estimator):
+    a, prior = np.array([0.3, -0.5, 1.0]), np.array([0.3, 0.5, 0.8])
+    E = scg.expectation(elbo_model(estimator, prior), n=200, seed=1)
+    grads = np.array([scg.grad(E)(a) for _ in range(200)])
+    z = (grads.mean(axis=0) - elbo_gradient(a, prior)) / \
+        (grads.std(axis=0, ddof=1) / np.sqrt(len(grads)))
+    assert np.all(np.abs(z) < 5), z
+
+
+def test_an_elbo_under_jit_gives_the_eager_numbers():
+    a, prior = np.array([0.3, -0.5, 1.0]), np.array([0.3, 0.5, 0.8])
+    eager = scg.expectation(elbo_model(scg.REBAR(), prior), n=50, seed=2)
+    jitted = scg.expectation(elbo_model(scg.REBAR(), prior), n=50, seed=2)
+    step = scg.jit(scg.grad(jitted))
+    for _ in range(6):
+        np.testing.assert_allclose(step(a), scg.grad(eager)(a), rtol=1e-10, atol=1e-12)
+    assert step.stats["replays"] >= 3
+
+
+def test_a_categorical_elbo_with_log_prob_at_the_draw_is_unbiased():
+    values, logits = np.arange(3.0), np.array([0.3, -0.5, 1.0])
+
+    def model(logits):
+        q = scg.OneHotCategorical(logits=logits)
+        k = scg.sample("k", q, estimator=scg.REBAR(0.5, 1.0, learn=False))
+        return np.sum(k * values) + q.log_prob(k)
+    gs = scg.grad_samples(scg.expectation(model, n=40_000, seed=1))(logits)
+    p = np.exp(logits) / np.sum(np.exp(logits))
+    f = values + np.log(p)
+    exact = p * (f - np.sum(p * f))  # (the derivative of E[log q] itself is zero)
+    assert np.all(np.abs((gs.mean - exact) / gs.stderr) < 5), (gs.mean, exact)
+
+
+def test_relaxed_log_prob_is_log_prob_at_zero_and_one_and_its_slope_between():
+    p = np.array([0.2, 0.5, 0.9])
+    for d in (scg.Bernoulli(probs=p), scg.Bernoulli(logits=np.log(p) - np.log1p(-p))):
+        for x in (0.0, 1.0):
+            np.testing.assert_allclose(d.relaxed_log_prob(np.full(3, x)),
+                                       d.log_prob(np.full(3, x)), rtol=1e-12)
+        s = np.array([0.1, 0.5, 0.7])
+        np.testing.assert_allclose(d.relaxed_log_prob(s),
+                                   s * np.log(p) + (1 - s) * np.log1p(-p), rtol=1e-12)
+    # at probs exactly 0 or 1 only the value with probability 1 is finite
+    edge = scg.Bernoulli(probs=np.array([0.0, 1.0]))
+    np.testing.assert_array_equal(edge.relaxed_log_prob(np.array([0.0, 1.0])), [0.0, 0.0])
+    assert np.all(np.isneginf(edge.relaxed_log_prob(np.array([0.5, 0.5]))))
+    cat = scg.OneHotCategorical(probs=np.array([0.2, 0.3, 0.5]))
+    for e in np.eye(3):
+        np.testing.assert_allclose(cat.relaxed_log_prob(e), cat.log_prob(e), rtol=1e-12)
+    s = np.array([0.2, 0.2, 0.6])
+    np.testing.assert_allclose(cat.relaxed_log_prob(s), np.sum(s * np.log([0.2, 0.3, 0.5])))
+
+
+def test_a_term_not_finite_at_the_relaxed_values_says_why():
+    def model(a):
+        z = scg.sample("z", scg.Bernoulli(logits=a), estimator=scg.REBAR())
+        with np.errstate(divide="ignore"):
+            return np.sum(np.log(z))  # (-inf at z = 0, finite between)
+    with pytest.raises(FloatingPointError, match=r"site 'z' is drawn by REBAR.*relaxed values"
+                                                 r".*z \* logits - softplus\(logits\)"):
+        scg.grad(scg.expectation(model, n=10, seed=1))(np.array([0.3, -0.5]))
