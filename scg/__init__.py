@@ -6,7 +6,7 @@ from . import distributions
 from .differential_operators import grad, hessian, hvp, jacobian, value_and_grad
 from .jit import jit
 from .distributions import *  # noqa: F401,F403  (every family: scg.Normal, scg.Bernoulli, ...)
-from .errors import (BiasWarning, EstimatorError, NoGradientPathError, RandomnessWarning,
+from .errors import (BiasWarning, EstimatorError, NoGradientPathError, RandomnessWarning, VarianceWarning,
                      TracingError)
 from .estimators import (REBAR, RELAX, VIMCO, DisARM, Enumerate, Estimator, GumbelSoftmax,
                          MeasureValued, Pathwise, Score, UnorderedSet, baselines)

@@ -17,5 +17,10 @@ class BiasWarning(UserWarning):
     """The requested estimator is biased here; the message says what is missing."""
 
 
+class VarianceWarning(UserWarning):
+    """The estimate rests on draws too rare to appear at this n: its value and its
+    standard error cannot be trusted; the message says what n would do."""
+
+
 class RandomnessWarning(UserWarning):
     """A model drew random numbers outside scg.sample: they are shared by all n draws."""

@@ -67,3 +67,19 @@ class own_draws:
 
     def __exit__(self, *exc):
         _DRAWS.own = self.before
+
+
+def rare_draws_caveat(family, concentrations, draws):
+    """For a path_caveat: at concentrations c near 0 nearly all the draws of a Gamma, Beta
+    or Dirichlet lie at 0 (or 1), where the path does not move, and the derivative rests
+    on the draws in between, about 7 c n of n. With too few of them expected the estimate
+    and its standard error (from the same draws) are typically 0, whatever the gradient
+    (1 for a Gamma's mean, 1 / (4 c) for a symmetric Beta's)."""
+    c = float(np.min(plain(concentrations)))
+    if c * draws >= 1.0:
+        return None
+    return (f"{family}'s pathwise derivative at concentration {c:.3g} rests on its draws "
+            f"away from the boundary, about 7 x concentration x n of them: "
+            f"{7 * c * draws:.2g} expected in {draws} draws, so the estimate and its "
+            f"standard error are not reliable; use n >= {10.0 / c:.3g} (10 / concentration) "
+            "or larger concentrations")

@@ -157,6 +157,11 @@ class Distribution:
         """The quantile: the x with cdf(x) = u, where the family has it in closed form."""
         raise NotImplementedError(f"{type(self).__name__} has no closed-form icdf in scg")
 
+    def path_caveat(self, draws):
+        """None, or why a pathwise derivative from `draws` draws of this distribution (with
+        traced parameters) cannot be trusted: the sites warn with it (VarianceWarning)."""
+        return None
+
     def fresh_path(self, noise, path, rng):
         """`path(noise())`: the traced draw of fresh noise from `rng`, where `noise()`
         draws the site's noise and `path` maps it (a family may keep less of the noise
@@ -337,6 +342,9 @@ class Independent(Distribution):
 
     def noise(self, rng, shape=()):
         return self.base.noise(rng, shape)
+
+    def path_caveat(self, draws):
+        return self.base.path_caveat(draws)
 
     def path(self, noise):
         return self.base.path(noise)

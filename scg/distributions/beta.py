@@ -2,12 +2,14 @@
 
 import numpy as np
 
+from ..core.tape import Tracer
+
 from ..kernels import continuous as K
 from ..kernels import implicit as KI
 from ..kernels.primitives import implicit_path_primitive, kernel_primitives
 from ..kernels.special_primitives import digamma, lgamma
 from . import constraints
-from ._util import full, mask_outside, outside_to, plain
+from ._util import full, mask_outside, outside_to, plain, rare_draws_caveat
 from .base import Distribution, broadcast_shape
 
 beta_log_prob, _ = kernel_primitives("beta_log_prob", K.beta_density, K.beta_density_twin, 3)
@@ -44,6 +46,11 @@ class Beta(Distribution):
 
     def path(self, noise):
         return beta_path(self.a, self.b, noise)
+
+    def path_caveat(self, draws):
+        if isinstance(self.a, Tracer) or isinstance(self.b, Tracer):
+            return rare_draws_caveat("Beta", np.minimum(plain(self.a), plain(self.b)), draws)
+        return None
 
     def log_prob(self, value):
         inside = np.logical_and(np.greater_equal(value, 0.0), np.less_equal(value, 1.0))

@@ -2,12 +2,18 @@
 
 import numpy as np
 
+from ..core import effects
+from ..core.tape import Tracer
 from ..kernels.special_primitives import digamma, lgamma
 from ..numpy import rules as R
 from . import constraints
-from ._util import full, mask_outside, plain
+from ._util import full, mask_outside, plain, rare_draws_caveat
 from .base import Distribution
 from .gamma import standard_gamma_path
+
+
+def _no_empty_rows(g):
+    return not np.any(np.all(np.asarray(g) == 0.0, axis=-1))
 
 
 class Dirichlet(Distribution):
@@ -39,7 +45,22 @@ class Dirichlet(Distribution):
 
     def noise(self, rng, shape=()):
         shape = self._extended_shape(shape)
-        return rng.standard_gamma(np.broadcast_to(plain(self.concentration), shape), shape)
+        g = rng.standard_gamma(np.broadcast_to(plain(self.concentration), shape), shape)
+        if not effects.check(_no_empty_rows, g, "Dirichlet's Gamma draws not all 0"):
+            c = float(np.min(plain(self.concentration)))
+            lost = float(np.mean(np.all(np.asarray(g) == 0.0, axis=-1)))
+            raise ValueError(
+                f"Dirichlet at concentration {c:.3g}: in {lost:.1%} of the draws every Gamma "
+                "variable it normalizes underflows to 0 in float64 (a Gamma(c) draw is below "
+                "1e-308 with probability about 10^(-308 c)), so the draw is 0 / 0; scg draws "
+                "a Dirichlet this way to follow its path, and cannot at concentrations this "
+                "small: give each concentration at least about 0.01")
+        return g
+
+    def path_caveat(self, draws):
+        if isinstance(self.concentration, Tracer):
+            return rare_draws_caveat("Dirichlet", self.concentration, draws)
+        return None
 
     def path(self, noise):
         g = standard_gamma_path(self.concentration, noise)

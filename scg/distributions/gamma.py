@@ -2,12 +2,13 @@
 
 import numpy as np
 
+from ..core.tape import Tracer
 from ..kernels import continuous as K
 from ..kernels import implicit as KI
 from ..kernels.primitives import implicit_path_primitive, kernel_primitives
 from ..kernels.special_primitives import digamma, lgamma
 from . import constraints
-from ._util import full, mask_outside, outside_to, plain
+from ._util import full, mask_outside, outside_to, plain, rare_draws_caveat
 from .base import Distribution, broadcast_shape
 
 gamma_log_prob, _ = kernel_primitives("gamma_log_prob", K.gamma_density, K.gamma_density_twin, 3)
@@ -42,6 +43,11 @@ class Gamma(Distribution):
     def noise(self, rng, shape=()):
         shape = self._extended_shape(shape)
         return rng.standard_gamma(np.broadcast_to(plain(self.concentration), shape), shape)
+
+    def path_caveat(self, draws):
+        if isinstance(self.concentration, Tracer):
+            return rare_draws_caveat("Gamma", self.concentration, draws)
+        return None
 
     def path(self, noise):
         return standard_gamma_path(self.concentration, noise) / self.rate

@@ -5,7 +5,7 @@ import numpy as np
 from ..core.tape import Primitive, defvjp
 from ..numpy import rules as R
 from . import constraints
-from .base import Distribution, broadcast_shape
+from .base import Distribution
 
 _HALF_LOG_2PI = 0.5 * np.log(2 * np.pi)
 

@@ -10,6 +10,7 @@ Outside a model they raise a clear error.
 import contextlib
 import math
 import functools
+import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -19,7 +20,7 @@ from ..core import effects
 from ..core.tape import Box, Tracer, kept, read_only, strip
 from ..distributions._util import own_draws
 from ..distributions.base import Distribution, family_of
-from ..errors import EstimatorError, TracingError
+from ..errors import EstimatorError, TracingError, VarianceWarning
 from ..estimators import Estimator, as_estimator, auto
 from ..estimators.antithetic import antithetic_noise
 from ..kernels.parallel import count_nonfinite
@@ -420,6 +421,9 @@ class SiteDraw:
     def path(self, noise):
         """The traced draw along the sampling path (a PerSample with derivatives)."""
         x = self.dist.path(PerSample(noise, self.level))
+        caveat = self.dist.path_caveat(self.n)
+        if caveat is not None:
+            warnings.warn(f"site {self.name!r}: {caveat}", VarianceWarning, stacklevel=2)
         if noise is self._last_noise:
             self.handed_out = x
         return x

@@ -269,3 +269,45 @@ def test_log_prob_reuse_keeps_other_signatures_and_notices_changes():
 def test_simplex_check_of_huge_probabilities_is_a_value_error_not_a_warning():
     with pytest.raises(ValueError, match="probs"):
         scg.Categorical(probs=np.array([1e308, 1e308]))
+
+
+# ---------------------------------------------------------------- concentrations near 0
+def _pathwise_mean_gradient(make, theta, n, seed=1):
+    def model(theta):
+        return scg.sample("x", make(theta), estimator="pathwise")
+    return scg.grad_samples(scg.expectation(model, n=n, seed=seed))(theta)
+
+
+@pytest.mark.parametrize("make, theta, exact", [
+    # d E[x] / da of Beta(a, a) in its first argument: 1 / (4 a); of Gamma(a, 1): 1
+    (lambda t: scg.Beta(t[0], t[1]), np.array([1e-6, 1e-6]), np.array([2.5e5, -2.5e5])),
+    (lambda t: scg.Gamma(t, 1.0), 1e-6, 1.0),
+])
+def test_a_pathwise_derivative_resting_on_rare_draws_warns(make, theta, exact):
+    # at concentration 1e-6 and 20,000 draws the draws that carry the derivative are
+    # expected 0.14 times: the estimate is about 0 with a tiny standard error
+    with pytest.warns(scg.VarianceWarning, match=r"site 'x': .* concentration 1e-06 .*"
+                                                 r"0\.14 expected in 20000 draws.*n >= 1e\+07"):
+        gs = _pathwise_mean_gradient(make, theta, 20_000)
+    z = (np.ravel(gs.mean)[0] - np.ravel(exact)[0]) / np.ravel(gs.stderr)[0]
+    assert abs(z) > 100  # (why it warns: the numbers look confident and are wrong)
+
+
+@pytest.mark.parametrize("a, n", [(1e-3, 200_000), (1e-5, 1_000_000)])
+def test_with_enough_draws_it_is_unbiased_and_silent(a, n):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", scg.VarianceWarning)
+        gs = _pathwise_mean_gradient(lambda t: scg.Beta(t[0], t[1]), np.array([a, a]), n)
+    assert np.all(np.abs((gs.mean - np.array([1, -1]) / (4 * a)) / gs.stderr) < 5)
+
+
+def test_a_dirichlet_whose_gamma_draws_underflow_says_so():
+    with pytest.raises(ValueError, match=r"Dirichlet at concentration 0\.001: in \d+\.\d% of "
+                                         r"the draws every Gamma variable .* at least about 0\.01"):
+        scg.Dirichlet(np.array([1e-3, 1e-3])).sample(np.random.default_rng(0), (10_000,))
+    def model(c):
+        x = scg.sample("x", scg.Dirichlet(c))
+        return x[..., 0]
+    with pytest.warns(scg.VarianceWarning, match="concentration 0.02"):
+        gs = scg.grad_samples(scg.expectation(model, n=40, seed=0))(np.array([0.02, 0.5]))
+    assert np.all(np.isfinite(gs.mean))
