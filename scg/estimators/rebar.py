@@ -250,8 +250,10 @@ class REBAR(Learned, Estimator):
         if type(family_of(site.dist)).__name__ == "OneHotCategorical":
             advantage = R.expand_dims(advantage, -1)
         g = R.multiply(advantage, (site.aux["b"] - site.aux["p"])[:n])
-        if d_relaxed is not None:  # (draw i's rows n + i and 2n + i: its s(z) and s(z~))
-            g = R.add(g, R.add(d_relaxed[n:2 * n], d_relaxed[2 * n:]))
+        if d_relaxed is not None:
+            # (draw i's rows n + i and 2n + i carry f's derivative at s(z) and s(z~); row i
+            # a learned control's, which RELAX evaluates on copy 0's rows)
+            g = R.add(g, R.add(d_relaxed[:n], R.add(d_relaxed[n:2 * n], d_relaxed[2 * n:])))
         return g
 
     def dice_log_prob(self, site, ctx):
