@@ -4,9 +4,10 @@ estimators written by hand in PyTorch, at the same parameters and data.
 The setting of examples/digits_vae.py: 1,797 digits binarized at pixel > 7, 32 binary
 latents, linear encoder and decoder, a learned Bernoulli prior, minibatch 64, Adam(1e-3).
 Estimators of the encoder's gradient: leave-one-out with 2 draws per image (RLOO), DisARM
-(one antithetic pair), straight-through Gumbel-softmax (temperature 1), each also written
-by hand in PyTorch; REBAR and RELAX (tuned, 3 evaluations per draw) and REINFORCE with a
-moving-average baseline at 3 draws, scg only. Measured:
+(one antithetic pair), straight-through Gumbel-softmax (temperature 1), REBAR and RELAX
+(3 evaluations per draw, tuned after each gradient call by one Adam step down the
+gradient of a probe's |g|^2, as scg tunes them), each also written by hand in PyTorch;
+REINFORCE with a moving-average baseline at 3 draws, scg only. Measured:
 
 1. the variance of the minibatch's encoder gradient over independent calls, at shared
    parameters (those a leave-one-out run reaches after `--train-steps` steps), summed over
@@ -20,6 +21,7 @@ moving-average baseline at 3 draws, scg only. Measured:
 
     python benchmarks/digits_vae.py                    # the full run (about 10 minutes)
     python benchmarks/digits_vae.py --steps 200 --calls 100 --repeats 3   # a quick look
+    python benchmarks/digits_vae.py --parts 3 --only DisARM   # one part, one estimator
 
 Needs scikit-learn and PyTorch (pip install -e ".[bench]"); float64 everywhere, one
 thread for PyTorch.
@@ -85,6 +87,71 @@ def torch_side():
         z = (soft > 0.5).double() + soft - soft.detach()
         return neg_elbo(p, x, z, logits).sum()
 
+    tiny, below_one = np.finfo(float).tiny, 1.0 - np.finfo(float).epsneg  # (scg's clip)
+
+    def relaxations(logits, gen, log_T):
+        """scg.REBAR's draw: z = a + log u - log(1 - u), b = 1[z > 0], z~ ~ p(z | b) from a
+        second uniform v along a path in a; (b, sigmoid(a) plain, s(z), s(z~)), s(z) =
+        sigmoid(z / T)."""
+        u, v = (torch.rand(logits.shape, generator=gen).clamp(tiny, below_one)
+                for _ in range(2))
+        probs = torch.sigmoid(logits)
+        b = (u > 1 - probs.detach()).double()
+        z = logits + torch.log(u) - torch.log1p(-u)
+        u_t = b * (1 - probs + v * probs) + (1 - b) * v * (1 - probs)
+        z_t = logits + torch.log(u_t) - torch.log1p(-u_t)
+        T = torch.exp(log_T)
+        return b, probs.detach(), torch.sigmoid(z / T), torch.sigmoid(z_t / T)
+
+    def rebar(latent, relax):
+        """scg.REBAR(temperature=0.5, scale=1.0), or with `relax` scg.RELAX(): the
+        control c(s) = eta f(s) + r(s), r a tanh MLP of an image's relaxed latents (scg's
+        default: 16 hidden units, last layer zero, so RELAX starts as REBAR). Returns the
+        surrogate and the tuning step, which share the tuned parameters."""
+        th = {"log_T": np.log(0.5), "eta": 1.0}  # (T in log space, as scg tunes it)
+        if relax:  # (the start of scg's default control: the same seed and init)
+            hidden, last = scg.nn.init_mlp(0, [latent, 16, 1], init="glorot")
+            th.update(W1=hidden["W"], b1=hidden["b"], W2=0 * last["W"], b2=last["b"])
+        th = {k: torch.tensor(v, requires_grad=True) for k, v in th.items()}
+        opt = torch.optim.Adam(list(th.values()), lr=0.01)  # (scg.optim.Adam's betas, eps)
+
+        def r(s, th):  # (one number per image)
+            if not relax:
+                return 0.0
+            return (torch.tanh(s @ th["W1"] + th["b1"]) @ th["W2"] + th["b2"])[:, 0]
+
+        def surrogate(p, x, gen):
+            c = {k: t.detach() for k, t in th.items()}  # (as they are: tune comes after)
+            logits = x @ p["enc_W"] + p["enc_b"]
+            b, probs, s, s_t = relaxations(logits, gen, c["log_T"])
+            f_b, f_s, f_t = (neg_elbo(p, x, z, logits) for z in (b, s, s_t))
+            c_s, c_t = c["eta"] * f_s + r(s, c), c["eta"] * f_t + r(s_t, c)
+            # f(b), the score with c(s(z~)) as baseline, and dc(s(z)) - dc(s(z~)) along
+            # every path: log q's logits, and the decoder and prior too (scg weights the
+            # costs of its copies at s(z) and s(z~) by +eta and -eta)
+            score = (f_b - c_t).detach()[:, None] * (b - probs)
+            return f_b.sum() + (logits * score).sum() + (c_s - c_t).sum()
+
+        def tune(p, x, gen):
+            """scg's probe (stochastic/tuning.py): with fresh noise, at the model's
+            parameters of the call, g = the per-draw estimate of the gradient in the
+            logits a, traced in the tuned parameters; one Adam step down d sum(g^2)
+            (summed over images and latents, one draw: scg's mean over draws of |g|^2)."""
+            q = {k: t.detach() for k, t in p.items()}
+            a = (x @ q["enc_W"] + q["enc_b"]).requires_grad_()
+            b, probs, s, s_t = relaxations(a, gen, th["log_T"])
+            # (a only in the draw, where scg's probe roots it: log q's own logits held,
+            # so g leaves out f's direct derivatives in a, (b - p) + eta (s(z) - s(z~)),
+            # which the call's estimate has; their mean is zero)
+            f_b, f_s, f_t = (neg_elbo(q, x, z, a.detach()) for z in (b, s, s_t))
+            control = th["eta"] * (f_s - f_t) + r(s, th) - r(s_t, th)
+            path, = torch.autograd.grad(control.sum(), a, create_graph=True)
+            g = (f_b - th["eta"] * f_t - r(s_t, th))[:, None] * (b - probs) + path
+            opt.zero_grad()
+            (g ** 2).sum().backward(inputs=list(th.values()))
+            opt.step()
+        return surrogate, tune
+
     def to_torch(params):
         flat = {"enc_W": params["enc"]["W"], "enc_b": params["enc"]["b"],
                 "dec_W": params["dec"]["W"], "dec_b": params["dec"]["b"],
@@ -96,10 +163,13 @@ def torch_side():
         return {"enc": {"W": v["enc_W"], "b": v["enc_b"]},
                 "dec": {"W": v["dec_W"], "b": v["dec_b"]}, "prior": v["prior"]}
 
-    def enc_grad(surrogate, p, x, gen):
+    def enc_grad(estimator, p, x, gen):
+        surrogate, tune = estimator
         p = {k: t.detach().clone().requires_grad_(True) for k, t in p.items()}
-        g = torch.autograd.grad(surrogate(p, torch.as_tensor(x), gen),
-                                [p["enc_W"], p["enc_b"]])
+        x = torch.as_tensor(x)
+        g = torch.autograd.grad(surrogate(p, x, gen), [p["enc_W"], p["enc_b"]])
+        if tune is not None:  # (after each call, as scg.grad(E) tunes E's estimator)
+            tune(p, x, gen)
         return np.concatenate([g[0].numpy().ravel(), g[1].numpy()])
 
     def exact_enc_grad(params, x):
@@ -118,32 +188,38 @@ def torch_side():
         g = torch.autograd.grad(total, [p["enc_W"], p["enc_b"]])
         return np.concatenate([g[0].numpy().ravel(), g[1].numpy()])
 
+    def train_step(estimator, opt, p, x, gen):
+        surrogate, tune = estimator
+        opt.zero_grad()
+        surrogate(p, x, gen).backward()
+        if tune is not None:  # (scg tunes at the call's parameters, before the update)
+            tune(p, x, gen)
+        opt.step()
+
     def trainer(label, steps, data, seed=0, lr=1e-3):
-        surrogate = SURROGATES[label]
         p = to_torch(D.init_params(seed=seed))
+        estimator = SURROGATES[label](p["prior"].shape[0])
         opt = torch.optim.Adam(list(p.values()), lr=lr)
         gen = torch.Generator().manual_seed(seed)
         rng = np.random.default_rng(seed + 1)
         for _ in range(steps):
             x = torch.as_tensor(data[rng.choice(len(data), size=D.BATCH, replace=False)])
-            opt.zero_grad()
-            surrogate(p, x, gen).backward()
-            opt.step()
+            train_step(estimator, opt, p, x, gen)
         return to_numpy(p)
 
     def stepper(label, params):
-        surrogate = SURROGATES[label]
         p = to_torch(params)
+        estimator = SURROGATES[label](p["prior"].shape[0])
         opt = torch.optim.Adam(list(p.values()), lr=1e-3)
         gen = torch.Generator().manual_seed(0)
+        return lambda x: train_step(estimator, opt, p, torch.as_tensor(x), gen)
 
-        def step(x):
-            opt.zero_grad()
-            surrogate(p, torch.as_tensor(x), gen).backward()
-            opt.step()
-        return step
-
-    SURROGATES = {"leave-one-out": loo, "DisARM": disarm, "Gumbel (ST)": gumbel}
+    # label -> make(latents): (surrogate, tuning step after each call or None), a fresh
+    # estimator (REBAR's and RELAX's at their initial parameters) per expectation of scg's
+    SURROGATES = {"leave-one-out": lambda _: (loo, None), "DisARM": lambda _: (disarm, None),
+                  "Gumbel (ST)": lambda _: (gumbel, None),
+                  "REBAR": lambda latent: rebar(latent, relax=False),
+                  "RELAX": lambda latent: rebar(latent, relax=True)}
     return {"to_torch": to_torch, "enc_grad": enc_grad, "exact": exact_enc_grad,
             "trainer": trainer, "stepper": stepper, "surrogates": SURROGATES,
             "generator": lambda s: torch.Generator().manual_seed(s)}
@@ -183,7 +259,9 @@ def both_enc_grads(T, label, params, x, calls, seed):
         return scg_enc_grads(label, params, x, calls), None
     gen = T["generator"](seed)
     pt = T["to_torch"](params)
-    tg = np.array([T["enc_grad"](T["surrogates"][label], pt, x, gen) for _ in range(calls)])
+    # (one estimator for all the calls, as scg's one expectation: tuned between them)
+    estimator = T["surrogates"][label](len(params["prior"]))
+    tg = np.array([T["enc_grad"](estimator, pt, x, gen) for _ in range(calls)])
     return scg_enc_grads(label, params, x, calls), tg
 
 
@@ -197,27 +275,11 @@ def max_z(grads, exact):
     return float(np.max(np.abs(mean - exact) / np.maximum(se, 1e-300)))
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=2000, help="training steps for the ELBO")
-    parser.add_argument("--train-steps", type=int, default=500,
-                        help="steps of the leave-one-out run whose parameters are shared")
-    parser.add_argument("--calls", type=int, default=400, help="gradient calls per variance")
-    parser.add_argument("--repeats", type=int, default=7, help="rounds of step timings")
-    parser.add_argument("--timed-steps", type=int, default=200)
-    args = parser.parse_args()
-    T = torch_side()
-    data = D.load_data()
-    x = data[:D.BATCH]
-    print(f"digits VAE: {len(data)} images, {D.LATENT} latents, batch {D.BATCH}; "
-          f"float64; torch 1 thread\n")
-
-    # 1. variance at shared parameters
-    shared, _ = D.train("leave-one-out", data, args.train_steps, eval_every=args.train_steps)
+def part_variance(T, labels, shared, x, args):
     print(f"1. encoder gradient variance over {args.calls} calls at the parameters of a "
           f"{args.train_steps}-step leave-one-out run")
     var = {}
-    for label in LABELS:
+    for label in labels:
         sg, tg = both_enc_grads(T, label, shared, x, args.calls, 11)
         var[label] = (variance(sg), None if tg is None else variance(tg))
         if tg is None:
@@ -225,10 +287,12 @@ def main():
             continue
         print(f"   {label:<24} scg {var[label][0]:10.4g}   torch {var[label][1]:10.4g}   "
               f"scg / torch {var[label][0] / var[label][1]:.3f}")
-    print(f"   DisARM / leave-one-out: scg {var['DisARM'][0] / var['leave-one-out'][0]:.3f}, "
-          f"torch {var['DisARM'][1] / var['leave-one-out'][1]:.3f}")
+    if "DisARM" in var and "leave-one-out" in var:
+        print(f"   DisARM / leave-one-out: scg {var['DisARM'][0] / var['leave-one-out'][0]:.3f}, "
+              f"torch {var['DisARM'][1] / var['leave-one-out'][1]:.3f}")
 
-    # 2. bias against enumeration at 10 latents
+
+def part_bias(T, labels, data, args):
     rng = np.random.default_rng(3)
     small = D.init_params(latent=10, seed=3)
     for part in ("enc", "dec"):
@@ -237,17 +301,19 @@ def main():
     exact = T["exact"](small, xs)
     print(f"\n2. bias against exact enumeration (10 latents, 16 images, {args.calls} calls): "
           "max |z| over the encoder's coordinates")
-    for label in LABELS:
+    for label in labels:
         sg, tg = both_enc_grads(T, label, small, xs, args.calls, 5)
         torch_z = "(none)" if tg is None else f"{max_z(tg, exact):7.2f}"
         print(f"   {label:<24} scg {max_z(sg, exact):7.2f}   torch {torch_z}")
 
-    # 3. time per training step, interleaved
+
+def part_time(T, labels, shared, data, args):
+    """The systems interleaved (the order reversed every other round), medians."""
     print(f"\n3. time per training step (us), median of {args.repeats} rounds of "
           f"{args.timed_steps} steps")
     batches = [data[np.random.default_rng(i).choice(len(data), D.BATCH, replace=False)]
                for i in range(args.timed_steps)]
-    for label in LABELS:
+    for label in labels:
         systems = {"scg eager": scg_stepper(label, shared, jit=False),
                    "scg.jit": scg_stepper(label, shared, jit=True)}
         if label in T["surrogates"]:
@@ -267,10 +333,11 @@ def main():
         ratio = f"   scg.jit / torch {med['scg.jit'] / med['torch']:.2f}" if "torch" in med else ""
         print(f"   {label:<24} " + "   ".join(f"{k} {v:7.0f}" for k, v in med.items()) + ratio)
 
-    # 4. ELBO after training
+
+def part_elbo(T, labels, data, args):
     print(f"\n4. ELBO per image on the whole data after {args.steps} steps (same start, same "
           "minibatches)")
-    for label in LABELS:
+    for label in labels:
         params_scg, _ = D.train(label, data, args.steps, eval_every=args.steps)
         a = D.elbo(params_scg, data, draws=16)
         if label not in T["surrogates"]:
@@ -279,6 +346,39 @@ def main():
         params_torch = T["trainer"](label, args.steps, data)
         b = D.elbo(params_torch, data, draws=16)
         print(f"   {label:<24} scg {a:8.2f}   torch {b:8.2f}   difference {a - b:+.2f}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=2000, help="training steps for the ELBO")
+    parser.add_argument("--train-steps", type=int, default=500,
+                        help="steps of the leave-one-out run whose parameters are shared")
+    parser.add_argument("--calls", type=int, default=400, help="gradient calls per variance")
+    parser.add_argument("--repeats", type=int, default=7, help="rounds of step timings")
+    parser.add_argument("--timed-steps", type=int, default=200)
+    parser.add_argument("--parts", default="1234",
+                        help="which of the measurements 1-4 to run (default all: 1234)")
+    parser.add_argument("--only", nargs="+", default=None, metavar="LABEL",
+                        help="only these estimators (labels as in the table)")
+    args = parser.parse_args()
+    labels = LABELS if args.only is None else [k for k in LABELS if k in args.only]
+    if not labels:
+        parser.error(f"--only: no estimator of {LABELS} named")
+    T = torch_side()
+    data = D.load_data()
+    print(f"digits VAE: {len(data)} images, {D.LATENT} latents, batch {D.BATCH}; "
+          f"float64; torch 1 thread\n")
+    if "1" in args.parts or "3" in args.parts:
+        shared, _ = D.train("leave-one-out", data, args.train_steps,
+                            eval_every=args.train_steps)
+    if "1" in args.parts:
+        part_variance(T, labels, shared, data[:D.BATCH], args)
+    if "2" in args.parts:
+        part_bias(T, labels, data, args)
+    if "3" in args.parts:
+        part_time(T, labels, shared, data, args)
+    if "4" in args.parts:
+        part_elbo(T, labels, data, args)
 
 
 if __name__ == "__main__":

@@ -247,19 +247,19 @@ def floor():
     return 0 if h is None else h.floor()
 
 
-class outside:
-    """A block that runs with no handler on this thread's stack: eagerly, unrecorded (an
-    estimator's tuning after a call, which a replay must run again rather than repeat).
-    Use as ``with effects.outside():``."""
+class values_only:
+    """A block that runs with the stochastic handlers off this thread's stack and the value
+    handlers kept (a recording of scg.jit records it): a model run of its own inside a
+    call, such as an estimator's probe. Use as ``with effects.values_only():``."""
 
     __slots__ = ("saved",)
 
     def __enter__(self):
-        self.saved = (THREAD.handler, THREAD.values)
-        THREAD.handler = THREAD.values = None
+        self.saved = THREAD.handler
+        THREAD.handler = THREAD.values
 
     def __exit__(self, *exc):
-        THREAD.handler, THREAD.values = self.saved
+        THREAD.handler = self.saved
         return False
 
 

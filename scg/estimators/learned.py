@@ -98,18 +98,41 @@ def current(estimator, state):
     return params
 
 
-def _show(v):
-    return f"{float(v):.4g}" if np.ndim(v) == 0 else f"({np.size(v)} numbers)"
+def read(estimator, state):
+    """(params, Adam's state) as a run reads them: each leaf through the effect stack (a
+    replay of scg.jit reads them again), the initial ones before any step."""
+    params = {k: effects.stateful(_read, effects.State(state), k, v)
+              for k, v in estimator.initial_params().items()}
+    size = sum(int(np.size(v)) for v in estimator.initial_params().values())
+    opt_state = {k: effects.stateful(_read_optimizer, effects.State(state), k, size)
+                 for k in ("t", "m", "v")}
+    return params, opt_state
 
 
-def step(estimator, state, grads, variance):
-    """One Adam step of the parameters in `state` against `grads` (a dict like them)."""
-    params = current(estimator, state)
-    opt = Adam(estimator.lr)
-    opt_state = state.get("optimizer") or opt.init(params)
+def _read_optimizer(state, key, size):
+    opt_state = state.get("optimizer")
+    if opt_state is None:
+        return np.int64(0) if key == "t" else np.zeros(size)
+    return opt_state[key]
+
+
+def updated(estimator, params, opt_state, grads):
+    """One Adam step of `params` against `grads` (a dict like them; None for a parameter
+    nothing depends on): (params, Adam's state), computed on whatever the values are
+    (recorded under scg.jit)."""
     grads = {k: np.zeros(np.shape(params[k])) if grads.get(k) is None else grads[k]
              for k in params}
-    params, opt_state = opt.update(grads, opt_state, params)
-    state["params"] = params
-    state["optimizer"] = opt_state
+    return Adam(estimator.lr).update(grads, opt_state, params)
+
+
+def store(state, keys, t, m, v, variance, *values):
+    """Write a step's result into the site's state: the parameters named `keys` at
+    `values`, Adam's t, m, v, the variance estimate (an `effects.after` update, its
+    arguments arrays, so that a replay of scg.jit passes its own)."""
+    state["params"] = {k: _as_param(x) for k, x in zip(keys, values)}
+    state["optimizer"] = {"t": np.int64(t), "m": np.asarray(m), "v": np.asarray(v)}
     state["variance"] = float(variance)
+
+
+def _show(v):
+    return f"{float(v):.4g}" if np.ndim(v) == 0 else f"({np.size(v)} numbers)"

@@ -20,7 +20,7 @@ import numbers
 import numpy as np
 
 from ..core import effects
-from ..core.tape import Box, backward, new_root, strip
+from ..core.tape import Box, Tracer, backward, new_root, strip
 from ..distributions.base import family_of
 from ..errors import EstimatorError
 from ..numpy import rules as R
@@ -137,13 +137,14 @@ class REBAR(Learned, Estimator):
         estimate is the gradient with respect to them)."""
         if self._probe_level is None:
             return logits
-        plain = d.plain_params()
+        plain = d.plain_params()  # (under scg.jit recorded values: the probe is recorded)
         if plain.get("logits") is not None:
-            a = np.asarray(plain["logits"], dtype=float)
+            a = effects.asarray(plain["logits"], dtype=float)
         else:
-            p = np.asarray(plain["probs"], dtype=float)
-            a = np.log(p) - np.log1p(-p)
-        root = new_root(np.array(np.broadcast_to(a, shape)), self._probe_level)
+            p = effects.asarray(plain["probs"], dtype=float)
+            a = R.subtract(R.log(p), R.log1p(R.negative(p)))
+        a = R.broadcast_to(a, shape)
+        root = new_root(a if isinstance(a, Tracer) else np.array(a), self._probe_level)
         d.aux["root"] = root
         return d.per_draw(root)
 

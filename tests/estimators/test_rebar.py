@@ -280,6 +280,9 @@ def test_an_elbo_under_jit_gives_the_eager_numbers():
     for _ in range(6):
         np.testing.assert_allclose(step(a), scg.grad(eager)(a), rtol=1e-10, atol=1e-12)
     assert step.stats["replays"] >= 3
+    # (the tuning's probe is recorded with the call: a replay tunes as an eager call does)
+    assert repr(jitted.states) == repr(eager.states)
+    assert jitted.states["z"].estimator["optimizer"]["t"] == 6
 
 
 def test_a_categorical_elbo_with_log_prob_at_the_draw_is_unbiased():
