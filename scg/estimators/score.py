@@ -13,11 +13,44 @@ from ..errors import BiasWarning, EstimatorError
 from .antithetic import check_antithetic
 from .base import Estimator
 from .baselines import Baseline, as_baseline
-from .terms import linear_term, magic_box
+from .terms import linear_term, magic_box, open_probs
 from ..numpy import rules as R
 
 
 _FUSED_MIN = PARALLEL_MIN  # draws: below, the general term (its log-densities are cheap)
+
+
+_PROBS_FAMILIES = ("Bernoulli", "Categorical", "OneHotCategorical")
+
+
+def require_seen_outcomes(site, run):
+    """Raise EstimatorError where the derivative in `probs` of a coin or a categorical
+    choice needs an outcome of probability exactly 0: the score function weighs the costs
+    of the outcomes drawn, so it never sees that one (at p = 1 a coin's f(0)), and gives a
+    plausible wrong number (0 for a single coin) although the derivative exists."""
+    dist = family_of(site.dist)
+    probs = dist.params.get("probs")
+    if type(dist).__name__ not in _PROBS_FAMILIES or probs is None or \
+            not run.carries_gradient(probs):
+        return
+    p = effects.asarray(probs, dtype=float)
+    two_sided = type(dist).__name__ == "Bernoulli"  # (its other outcome has 1 - p)
+    if effects.check(open_probs if two_sided else _all_positive, p,
+                     f"site {site.name!r}: every outcome's probability above 0"):
+        return
+    where = "exactly 0 or 1" if two_sided else "exactly 0 for some category"
+    other = ("or use scg.MeasureValued(), which evaluates both outcomes and is exact at the "
+             "boundary" if two_sided else "or give every category a probability above 0")
+    raise EstimatorError(
+        f"site {site.name!r}: the score-function estimator differentiates probs, which is "
+        f"{where}; an outcome of probability 0 is never drawn, so its cost never enters "
+        "the estimate, but the derivative in probs needs it (d E / dp = f(1) - f(0) for a "
+        "coin). Parameterize the site by logits= (then the derivative is exact at any "
+        f"finite logits), {other}")
+
+
+def _all_positive(p):
+    return bool(np.all(p > 0.0))
 
 
 class Score(Estimator):
@@ -60,6 +93,7 @@ class Score(Estimator):
         return d.sample()
 
     def after_draw(self, site, run):
+        require_seen_outcomes(site, run)
         names = site.dist.moving_support
         if not names:
             return

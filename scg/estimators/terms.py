@@ -49,7 +49,7 @@ def require_open_probs(name, dist, who):
     if type(family).__name__ != "Bernoulli" or family.params.get("probs") is None:
         return
     plain = effects.asarray(family.params["probs"], dtype=float)
-    if not effects.check(_open, plain, f"site {name!r}: probs inside (0, 1)"):
+    if not effects.check(open_probs, plain, f"site {name!r}: probs inside (0, 1)"):
         raise EstimatorError(
             f"site {name!r}: {who} takes the log-probability of both values of the coin, but "
             "its probs is exactly 0 or 1 at some element (log p = -inf there). The derivative "
@@ -57,5 +57,6 @@ def require_open_probs(name, dist, who):
             "the coin by logits=, which never reach 0 or 1")
 
 
-def _open(p):
+def open_probs(p):
+    """Are all of p strictly between 0 and 1?"""
     return bool(np.all((p > 0.0) & (p < 1.0)))

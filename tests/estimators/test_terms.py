@@ -51,3 +51,24 @@ def test_unordered_set_needs_k_categories_of_nonzero_probability():
     with pytest.raises(scg.EstimatorError, match="fewer than 3 have a probability above 0"):
         scg.grad(scg.expectation(model, n=8, seed=0))(np.array([0.5, 0.5, 0.0, 0.0]))
     scg.grad(scg.expectation(model, n=8, seed=0))(np.array([0.5, 0.3, 0.2, 0.0]))
+
+
+@pytest.mark.parametrize("p", [0.0, 1.0])
+@pytest.mark.parametrize("estimator", ["score", scg.Score("loo")], ids=["score", "loo"])
+def test_the_score_function_at_the_boundary_says_it_cannot_see_the_other_outcome(estimator, p):
+    # (it used to give f(1) or 0: every draw is the same outcome, f(0) never seen)
+    with pytest.raises(scg.EstimatorError, match=r"site 'b': the score-function .* exactly 0 "
+                                                 r"or 1.*logits=.*MeasureValued"):
+        scg.grad(scg.expectation(coin(estimator), n=50, seed=0))(np.float64(p))
+    # the advice holds: MeasureValued is exact there (above), and so is logits= nearby
+    with pytest.raises(scg.EstimatorError, match="probability above 0"):
+        def choice(probs):
+            return scg.sample("k", scg.Categorical(probs=probs), estimator=estimator) * 1.0
+        scg.grad(scg.expectation(choice, n=50, seed=0))(np.array([0.5, 0.5, 0.0]))
+
+
+def test_the_score_function_at_boundary_probs_that_are_not_differentiated_runs():
+    def model(x):
+        b = scg.sample("b", scg.Bernoulli(probs=1.0), estimator="score")
+        return b * x ** 2
+    assert scg.grad(scg.expectation(model, n=10, seed=0))(1.5) == pytest.approx(3.0)
