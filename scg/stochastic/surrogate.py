@@ -62,6 +62,21 @@ def _placed(g, shape, nf, own, slots, context):
     return full
 
 
+def _require_one_number(term, site):
+    """An estimator's term is one number: its part of the surrogate, already averaged
+    over the draws (a hand-written estimator's mistake, named before it broadcasts)."""
+    per_draw = isinstance(term, PerSample)
+    shape = tuple(R.shape(term))
+    if not per_draw and shape == ():
+        return
+    what = f"one value per draw, of shape {shape}" if per_draw else f"of shape {shape}"
+    raise EstimatorError(
+        f"site {site.name!r}: the term of estimator {site.estimator!r} is {what}; a term is "
+        "one number, the site's part of the surrogate already averaged over the n draws "
+        "and summed over the site's elements (shape ()). scg.estimators.linear_term("
+        "log_prob, weights, 1.0 / ctx.n) builds one; or sum the array and divide by ctx.n")
+
+
 class SurrogateContext:
     """What an estimator builds its surrogate terms from.
 
@@ -329,6 +344,7 @@ class SurrogateContext:
             for s in trace.sites.values():
                 term = s.estimator.term(s, self)
                 if term is not None:
+                    _require_one_number(term, s)
                     objective = R.add(objective, term)
         return objective
 

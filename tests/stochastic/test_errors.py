@@ -189,3 +189,29 @@ def test_a_generator_of_the_model_s_own_draws_one_number_for_all_draws_and_warns
         unused = np.random.default_rng(3)
         scg.expectation(lambda mu: scg.sample("x", scg.Normal(mu, 1.0)) ** 2 +
                         0.0 * (unused is None), n=10, seed=1)(0.0)
+
+
+def test_a_hand_written_term_that_is_not_one_number_names_the_estimator_and_the_shape():
+    from scg.estimators import Estimator
+
+    class PerDrawTerm(Estimator):
+        """A mistake users make: the score term left per draw, not averaged."""
+        name = "per-draw-term"
+
+        def draw(self, d):
+            return d.sample()
+
+        def term(self, site, ctx):
+            return ctx.log_prob(site) * ctx.spread(ctx.q(site), site) / ctx.n
+
+        def dice_log_prob(self, site, ctx):
+            self.unsupported_order(site)
+
+    def model(theta):
+        with scg.plate("p", 3):
+            a = scg.sample("a", scg.Bernoulli(logits=theta), estimator=PerDrawTerm())
+        return (a - 1.0) ** 2
+    with pytest.raises(scg.EstimatorError, match=r"site 'a': the term of estimator "
+                                                 r"PerDrawTerm\(\) is of shape \(10, 3\); a "
+                                                 r"term is one number.*linear_term"):
+        scg.grad(scg.expectation(model, n=10, seed=3))(np.array([0.4, 0.1, 0.2]))
