@@ -182,11 +182,11 @@ def _plot(plt, theta0, theta, history, out_dir):
     axes[2].plot(history[:, 0], label="expected cost (ES estimate)")
     axes[2].plot(((history[:, 3] - TARGET) / 10) ** 2, label="cost at theta", alpha=0.7)
     axes[2].set(title="training with the ES (score-function) gradient", xlabel="step",
-                yscale="symlog")
+                ylabel="cost", yscale="symlog")
     axes[2].legend()
     fig.tight_layout()
     _plots.save(fig, "blackbox_simulator.png", out_dir)
 
 
 if __name__ == "__main__":
-    main()
+    _plots.run(main)

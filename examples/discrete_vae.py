@@ -162,7 +162,8 @@ def _plot(plt, curves, variance, points, params, data, protos, out_dir):
     for i, where in enumerate(points):
         axes[1].bar(xs + i * width, [variance[l, where] for l in labels], width, label=where)
     axes[1].set_xticks(xs + width * (len(points) - 1) / 2, labels)
-    axes[1].set(yscale="log", title="per-draw variance of the encoder's gradient")
+    axes[1].set(yscale="log", title="per-draw variance of the encoder's gradient",
+                xlabel="estimator", ylabel="per-draw variance (sum over the encoder)")
     axes[1].legend()
     fig.tight_layout()
     _plots.save(fig, "discrete_vae_training.png", out_dir)
@@ -187,4 +188,4 @@ def _plot(plt, curves, variance, points, params, data, protos, out_dir):
 
 
 if __name__ == "__main__":
-    main()
+    _plots.run(main)

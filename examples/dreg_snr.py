@@ -70,4 +70,4 @@ def main(Ks=(1, 2, 4, 8, 16, 32, 64, 128, 256), n=4000, out_dir=None, seed=0):
 
 
 if __name__ == "__main__":
-    main()
+    _plots.run(main)

@@ -135,10 +135,11 @@ def _plot(plt, studies, out_dir):
         ax.set_xscale("log")
         ax.invert_yaxis()
         ax.set_xlabel("efficiency: 1 / (variance x seconds per draw)")
+        ax.set_ylabel("estimator")
         ax.set_title(f"{title} (exact sums not shown)" if len(finite) < len(rows) else title)
     fig.suptitle("Gradient estimators: precision per second (higher is better)")
     _plots.save(fig, "estimator_zoo.png", out_dir)
 
 
 if __name__ == "__main__":
-    main()
+    _plots.run(main)

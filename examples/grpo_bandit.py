@@ -102,4 +102,4 @@ def main(groups=4000, out_dir=None, seed=0):
 
 
 if __name__ == "__main__":
-    main()
+    _plots.run(main)

@@ -118,4 +118,4 @@ def main(n=20_000, out_dir=None, seed=0):
 
 
 if __name__ == "__main__":
-    main()
+    _plots.run(main)

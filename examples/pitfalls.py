@@ -119,6 +119,7 @@ def _plot(plt, results, out_dir):
         ax.axhline(r["exact"], color="k", ls="--", lw=1)
         ax.axhline(0.0, color="k", lw=0.5)
         ax.set_title(r["title"], fontsize=9)
+        ax.set(xlabel="estimate", ylabel="gradient (+- 2 standard errors)")
     fig.suptitle("Three classic mistakes: exact gradient, the mistake, scg's choice "
                  "(error bars: 2 standard errors)")
     fig.tight_layout()
@@ -126,4 +127,4 @@ def _plot(plt, results, out_dir):
 
 
 if __name__ == "__main__":
-    main()
+    _plots.run(main)

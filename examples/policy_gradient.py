@@ -172,6 +172,7 @@ def _plot_variance(plt, estimators, table, points, out_dir):
         ax.bar(x + i * width, [table[label, w] for w in points], width, label=label)
     ax.set_xticks(x + width * (len(estimators) - 1) / 2, list(points))
     ax.set(yscale="log", ylabel="per-draw gradient variance (sum over parameters)",
+           xlabel="policy parameters where the variance is measured",
            title="Gradient variance of the estimators")
     ax.legend()
     fig.tight_layout()
@@ -179,4 +180,4 @@ def _plot_variance(plt, estimators, table, points, out_dir):
 
 
 if __name__ == "__main__":
-    main()
+    _plots.run(main)

@@ -90,4 +90,4 @@ def main(steps=2000, n=32, out_dir=None, seed=0):
 
 
 if __name__ == "__main__":
-    main()
+    _plots.run(main)

@@ -78,4 +78,4 @@ def main(ks=(2, 4, 8), scales=(0.5, 2.0, 4.0), estimates=10_000, out_dir=None, s
 
 
 if __name__ == "__main__":
-    main()
+    _plots.run(main)

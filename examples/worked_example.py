@@ -74,8 +74,7 @@ def _plot(plt, samples, out_dir):
             ax.axvline(s.mean(), color="r", ls="--", lw=1.2, label=f"mean {s.mean():.2f}")
             ax.set_title(f"{label}: dF/d{p}\nvariance {s.var(ddof=1):.1f}")
             ax.set_xlabel(f"per-draw estimate of dF/d{p}")
-            if c == 0:
-                ax.set_ylabel("draws per bin")
+            ax.set_ylabel("draws per bin")
             ax.legend(fontsize=8)
     fig.suptitle(f"Per-draw estimates, x ~ N(2, 1), f = x^2 ({len(s):,} draws each; "
                  "tails clipped into the end bins)")
@@ -84,4 +83,4 @@ def _plot(plt, samples, out_dir):
 
 
 if __name__ == "__main__":
-    main()
+    _plots.run(main)

@@ -31,6 +31,9 @@ def progress(iterable, *, total=None, desc="", enabled=None, stream=None):
         total: the number of items, if `iterable` has no len().
         desc: a short description shown before the bar.
         enabled: force the bar on or off; by default, on when the stream is a terminal.
+
+    The bar needs tqdm, an optional extra (pip install "scg[progress]"); without it the
+    items come as they are, with no bar.
     """
     stream = sys.stderr if stream is None else stream
     if enabled is None:

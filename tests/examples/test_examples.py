@@ -152,3 +152,19 @@ def test_unordered_set_study(tmp_path):
         for k, unordered, loo in rows:
             assert unordered < loo, (entropy, k)     # below leave-one-out at equal k
     assert pngs(tmp_path) == ["unordered_set_study.png"]
+
+
+def test_one_script_makes_every_picture_in_the_docs(tmp_path):
+    """docs/make_images.py --quick makes each picture of docs/images, no other and none
+    missing (each with both axes of every panel labelled: examples/_plots.py checks)."""
+    pytest.importorskip("matplotlib")
+    pytest.importorskip("sklearn")
+    root = EXAMPLES.parent
+    sys.path.insert(0, str(root / "docs"))
+    try:
+        make_images = importlib.import_module("make_images")
+    finally:
+        sys.path.remove(str(root / "docs"))
+    made = make_images.main(["--quick", "--out", str(tmp_path)])
+    assert sorted(p.name for p in made) == pngs(tmp_path)
+    assert pngs(tmp_path) == sorted(p.name for p in (root / "docs" / "images").glob("*.png"))
