@@ -92,8 +92,9 @@ def test_one_hot_categorical_needs_logits():
 # moment, and by finite differences its derivatives in the temperature and scale, are
 # computed exactly by quadrature (split where b switches).
 
-def rebar_by_hand(u, v, a, T, eta):
-    """The REBAR estimate of d E[f(b)] / da on the toy, for uniforms u, v."""
+def rebar_by_hand(u, v, a, T, eta, c=0.0):
+    """The REBAR estimate of d E[f(b)] / da on the toy, for uniforms u, v; with c, RELAX's
+    with the control r(s) = c s^2 added to eta f(s)."""
     def sig(x):
         return 1.0 / (1.0 + np.exp(-x))
 
@@ -108,21 +109,27 @@ def rebar_by_hand(u, v, a, T, eta):
     ut = b * (1.0 - p + v * p) + (1.0 - b) * v * (1.0 - p)
     st = sig((a + np.log(ut) - np.log1p(-ut)) / T)
     dzt = 1.0 + p * (1.0 - p) * (b * (v - 1.0) - (1.0 - b) * v) / (ut * (1.0 - ut))
-    return ((f(b) - eta * f(st)) * (b - p)
-            + eta * (df(s) * s * (1.0 - s) / T - df(st) * st * (1.0 - st) / T * dzt))
+    ds, dst = s * (1.0 - s) / T, st * (1.0 - st) / T * dzt
+    return ((f(b) - eta * f(st) - c * st ** 2) * (b - p)
+            + (eta * df(s) + 2 * c * s) * ds - (eta * df(st) + 2 * c * st) * dst)
 
 
-def second_moment(a, T, eta, points=400):
-    """E[g^2] by Gauss-Legendre quadrature over (u, v), u split at 1 - p."""
+def moments(a, T, eta, c=0.0, points=400):
+    """(E[g], E[g^2]) by Gauss-Legendre quadrature over (u, v), u split at 1 - p."""
     x, w = np.polynomial.legendre.leggauss(points)
     cut = 1.0 - 1.0 / (1.0 + np.exp(-a))
     v, wv = (x + 1.0) / 2.0, w / 2.0
-    total = 0.0
+    total = np.zeros(2)
     for lo, hi in ((0.0, cut), (cut, 1.0)):
         u, wu = lo + (hi - lo) * (x + 1.0) / 2.0, w * (hi - lo) / 2.0
-        g = rebar_by_hand(u[:, None], v[None, :], a, T, eta)
-        total += np.sum(wu[:, None] * wv[None, :] * g ** 2)
+        g = rebar_by_hand(u[:, None], v[None, :], a, T, eta, c)
+        weights = wu[:, None] * wv[None, :]
+        total += [np.sum(weights * g), np.sum(weights * g ** 2)]
     return total
+
+
+def second_moment(a, T, eta):
+    return moments(a, T, eta)[1]
 
 
 def exact_variance(a, T, eta):

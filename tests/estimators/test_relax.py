@@ -98,39 +98,14 @@ def test_the_probe_estimates_the_variance_with_the_controls_own_correction():
     (f(b) - eta f(s~) - r(s~)) (b - p) + d[eta f(s) + r(s) - eta f(s~) - r(s~)] / da."""
     from scg.stochastic.tuning import variance_gradient
 
-    from .test_rebar import TARGET
+    from .test_rebar import moments
     a, T, eta, c = 0.3, 0.5, 1.0, 5.0
-
-    def sig(x):
-        return 1.0 / (1.0 + np.exp(-x))
-
-    def by_hand(u, v):
-        f, df = (lambda x: (x - TARGET) ** 2), (lambda x: 2.0 * (x - TARGET))
-        p = sig(a)
-        b = (u > 1.0 - p).astype(float)
-        s = sig((a + np.log(u) - np.log1p(-u)) / T)
-        ut = b * (1.0 - p + v * p) + (1.0 - b) * v * (1.0 - p)
-        st = sig((a + np.log(ut) - np.log1p(-ut)) / T)
-        dzt = 1.0 + p * (1.0 - p) * (b * (v - 1.0) - (1.0 - b) * v) / (ut * (1.0 - ut))
-        ds, dst = s * (1.0 - s) / T, st * (1.0 - st) / T * dzt
-        return ((f(b) - eta * f(st) - c * st ** 2) * (b - p)
-                + (eta * df(s) + 2 * c * s) * ds - (eta * df(st) + 2 * c * st) * dst)
-
-    x, w = np.polynomial.legendre.leggauss(400)
-    cut = 1.0 - sig(a)
-    v, wv = (x + 1.0) / 2.0, w / 2.0
-    moments = [0.0, 0.0]
-    for lo, hi in ((0.0, cut), (cut, 1.0)):
-        u, wu = lo + (hi - lo) * (x + 1.0) / 2.0, w * (hi - lo) / 2.0
-        g = by_hand(u[:, None], v[None, :])
-        moments[0] += np.sum(wu[:, None] * wv[None, :] * g)
-        moments[1] += np.sum(wu[:, None] * wv[None, :] * g ** 2)
-    assert moments[0] == pytest.approx(toy_gradient(a), abs=1e-9)  # (the estimate is unbiased)
-
+    mean, second = moments(a, T, eta, c)
+    assert mean == pytest.approx(toy_gradient(a), abs=1e-9)  # (the estimate is unbiased)
     estimator = scg.RELAX(control=(lambda params, s: params["c"] * s ** 2, {"c": np.array(c)}),
                           temperature=T, scale=eta)
     E = scg.expectation(toy(estimator), n=2000, seed=5)
     runs = np.array([variance_gradient(E, "b", estimator, estimator.initial_params(),
                                        (np.array(a),), {})[0] for _ in range(200)])
-    z = (runs.mean() - moments[1]) / (runs.std(ddof=1) / np.sqrt(len(runs)))
-    assert abs(z) < 5, (runs.mean(), moments[1], z)
+    z = (runs.mean() - second) / (runs.std(ddof=1) / np.sqrt(len(runs)))
+    assert abs(z) < 5, (runs.mean(), second, z)
