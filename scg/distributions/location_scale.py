@@ -6,14 +6,16 @@ exponential); the path is one fused kernel, its derivatives are 1 and eps, writt
 
 import numpy as np
 
+from ..core import effects
 from ..core.lowering import INLINE
-from ..core.tape import Tracer, defvjp
+from ..core.tape import Tracer, defvjp, strip
 from ..kernels import continuous as K
 from ..kernels import fused as F
 from ..kernels import parallel as P
 from ..kernels.primitives import kernel_primitives, run_flat
 from ..numpy import rules as R
 from . import constraints
+from ._util import plain
 from .base import Distribution, broadcast_shape
 
 loc_scale_path, loc_scale_dpath = kernel_primitives(
@@ -72,3 +74,32 @@ class LocationScale(Distribution):
 
     def path(self, noise):
         return loc_scale_path(noise, self.loc, self.scale)
+
+    def score_caveat(self):
+        """None, or why a score-function estimate at these parameters would be wrong: where
+        the scale is below 2^-40 |loc| (about 2^12 spacings of floats at loc), the draws
+        loc + scale * eps round to values near loc a sizable part of scale apart, and the
+        score, a function of (x - loc) / scale, loses the noise (at scale 1e-17 beside loc
+        2 every draw is loc itself)."""
+        floor = effects.floor()
+        loc, scale = strip(self.loc, floor), strip(self.scale, floor)
+        margin = R.subtract(scale, R.multiply(2.0 ** -40, R.abs_(loc)))
+        if effects.check(_all_nonnegative, margin, "a scale not lost in loc's rounding") or \
+                not effects.check(_all_positive, scale, "a positive scale"):
+            return None  # (a scale of 0 or below: the parameter checks say so)
+        loc, scale = np.broadcast_arrays(np.abs(plain(loc)), plain(scale))
+        k = np.argmin(scale - 2.0 ** -40 * loc)  # (the element furthest inside)
+        loc, scale = float(loc.ravel()[k]), float(scale.ravel()[k])
+        return (f"{type(self).__name__} at scale {scale:.3g} beside loc {loc:.3g}: the "
+                f"draws loc + scale * eps round to values {np.spacing(loc):.2g} apart "
+                "near loc (the spacing of floats there), so the score, a function of "
+                "(x - loc) / scale, loses the noise and the estimate is wrong")
+
+
+def _all_nonnegative(x):
+    return bool(np.all(np.asarray(x) >= 0.0))
+
+
+def _all_positive(x):
+    return bool(np.all(np.asarray(x) > 0.0))
+

@@ -49,6 +49,22 @@ def require_seen_outcomes(site, run):
         f"finite logits), {other}")
 
 
+def require_resolved_draws(site, run):
+    """Raise EstimatorError where a family says its draws are too coarse for the score at
+    these parameters (`score_caveat`: a Normal's scale lost in its loc's rounding)."""
+    dist = family_of(site.dist)
+    caveat = getattr(dist, "score_caveat", None)
+    if caveat is None or not any(run.carries_gradient(v) for v in dist.params.values()):
+        return
+    why = caveat()
+    if why is not None:
+        raise EstimatorError(
+            f"site {site.name!r}: the score-function estimator cannot serve {why}. The "
+            "pathwise estimator does not need the noise back (dx/dloc = 1, dx/dscale = "
+            "eps): estimator='pathwise', where no jump lies downstream; or draw the offset "
+            "about 0 and add loc after (x = loc + scg.sample(name, scg.Normal(0, scale)))")
+
+
 def _all_positive(p):
     return bool(np.all(p > 0.0))
 
@@ -94,6 +110,7 @@ class Score(Estimator):
 
     def after_draw(self, site, run):
         require_seen_outcomes(site, run)
+        require_resolved_draws(site, run)
         names = site.dist.moving_support
         if not names:
             return

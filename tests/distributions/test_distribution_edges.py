@@ -323,3 +323,21 @@ def test_poisson_rates_beyond_numpys_exact_draws_are_refused():
     rng = np.random.default_rng(1)
     x = scg.Poisson(1e13).sample(rng, (200_000,))
     assert abs(x.var() / 1e13 - 1) < 5 * np.sqrt(2 / len(x))
+
+
+@pytest.mark.parametrize("scale", [1e-17, 1e-160])
+def test_a_score_whose_scale_is_lost_in_the_locs_rounding_is_refused(scale):
+    # (at scale 1e-17 beside loc 2 every draw is 2.0 itself: the score gave d/dmu = 0, not
+    # 4, with a standard error of 0)
+    def model(th, estimator):
+        return scg.sample("x", scg.Normal(th["mu"], th["sigma"]), estimator=estimator) ** 2
+    theta = {"mu": 2.0, "sigma": scale}
+    with pytest.raises(scg.EstimatorError, match=r"site 'x': the score-function estimator "
+                                                 r"cannot serve Normal at scale .* beside loc "
+                                                 r"2: .*estimator='pathwise'"):
+        scg.grad(scg.expectation(model, n=100, seed=0))(theta, "score")
+    g = scg.grad_samples(scg.expectation(model, n=1000, seed=0))(theta, "pathwise")
+    assert g.mean["mu"] == pytest.approx(4.0)  # (the advice holds: pathwise is exact here)
+    offset = scg.grad(scg.expectation(model, n=1000, seed=0))({"mu": 0.0, "sigma": scale},
+                                                               "score")
+    assert np.isfinite(offset["mu"])  # (about 0: nothing rounds)
