@@ -21,8 +21,8 @@ from .rules import _restore_reduced, shape, unbroadcast  # plain cotangents: num
 # ---------------------------------------------------------------- arithmetic
 defvjp_plain(R.subtract, lambda g, ans, a, b: unbroadcast(g, shape(a)),
              lambda g, ans, a, b: np.negative(unbroadcast(g, shape(b))))
-defvjp_plain(R.multiply, lambda g, ans, a, b: unbroadcast(g * b, shape(a)),
-             lambda g, ans, a, b: unbroadcast(g * a, shape(b)))
+defvjp_plain(R.multiply, lambda g, ans, a, b: R.multiply_to_plain(g, b, shape(a)),
+             lambda g, ans, a, b: R.multiply_to_plain(g, a, shape(b)))
 defvjp_plain(R.divide, lambda g, ans, a, b: unbroadcast(g / b, shape(a)),
              lambda g, ans, a, b: unbroadcast(np.negative(g * ans / b), shape(b)))
 defvjp_plain(R.negative, lambda g, ans, a: np.negative(g))

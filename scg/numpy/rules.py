@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from ..core import rewrites
+from ..core import effects, rewrites
 from ..core.lowering import INLINE
 from ..core.tape import Box, Primitive, Tracer, defvjp, strip
 from ..errors import TracingError
@@ -244,11 +244,45 @@ defvjp(add, lambda g, ans, a, b: unbroadcast(g, shape(a)),
        lambda g, ans, a, b: unbroadcast(g, shape(b)))
 defvjp(subtract, lambda g, ans, a, b: unbroadcast(g, shape(a)),
        lambda g, ans, a, b: negative(unbroadcast(g, shape(b))))
-defvjp(multiply, lambda g, ans, a, b: unbroadcast(multiply(g, b), shape(a)),
-       lambda g, ans, a, b: unbroadcast(multiply(g, a), shape(b)))
+defvjp(multiply, lambda g, ans, a, b: _multiply_to(g, b, shape(a)),
+       lambda g, ans, a, b: _multiply_to(g, a, shape(b)))
 defvjp(divide, lambda g, ans, a, b: unbroadcast(divide(g, b), shape(a)),
        lambda g, ans, a, b: unbroadcast(negative(multiply(g, divide(ans, b))), shape(b)))
 defvjp(negative, lambda g, ans, a: negative(g))
+
+
+def _multiply_to(g, c, target):
+    """unbroadcast(g * c, target): the cotangent of a factor. A plain cotangent that spreads
+    one column over a matrix (the cotangent of a sum over its rows: enumerated states'
+    log-probabilities, a batch's costs) times a plain matrix, summed over the rows, is a
+    product of the column with the matrix: one BLAS pass instead of a product and a sum
+    (one operation under scg.jit too)."""
+    if _column_times_matrix(g, c, target):
+        return effects.opaque(_column_product, g, c)
+    return unbroadcast(multiply(g, c), target)
+
+
+def multiply_to_plain(g, c, target):
+    """_multiply_to for plain arrays (the first-order twin in plain_rules.py)."""
+    if _column_times_matrix(g, c, target):
+        return _column_product(g, c)
+    return unbroadcast(g * c, target)
+
+
+def _column_times_matrix(g, c, target):
+    if not all(type(x) is np.ndarray or effects.is_held(x) for x in (g, c)):
+        return False  # (differentiated again, or per draw: the primitives)
+    shape_g = np.shape(g)
+    return len(shape_g) == 2 and len(target) == 1 and shape_g[1] == target[0] > 1 and \
+        np.shape(c) == shape_g and g.dtype == np.float64 and c.dtype == np.float64
+
+
+def _column_product(g, c):
+    """sum(g * c, axis=0) for matrices g and c; by BLAS when g repeats one column (a stride
+    of 0 across it), as a cotangent spread over a row does."""
+    if g.strides[1] == 0:
+        return g[:, 0] @ c
+    return _sum(np.multiply(g, c), axis=0)
 
 
 def _scale(g, c):
@@ -473,6 +507,11 @@ def _sum_large(x, axis, keepdims):
     short inner axis: broadcast (stride-0) axes are summed once, and a reduction over the
     first or last axis is a product with ones (BLAS). None when no fast path applies."""
     axes = _axes_tuple(axis, x.ndim)
+    if x.ndim == 2 and axes == (0,) and x.strides[1] == 0 and x.strides[0]:
+        # (one column repeated across the rows: the total of the column, repeated)
+        out = np.empty((1, x.shape[1]) if keepdims else (x.shape[1],))
+        out[...] = np.add.reduce(x[:, 0])
+        return out
     repeated = [st == 0 and n > 1 for st, n in zip(x.strides, x.shape)]
     if any(repeated):
         small = x[tuple(slice(0, 1) if r else slice(None) for r in repeated)]
