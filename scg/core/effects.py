@@ -12,6 +12,8 @@ program other than eagerly (a recording for replay, see scg/jit/) must see them:
   a parameter inside its constraint);
 - `generator(rng)`: a numpy Generator whose draws are the program's randomness;
 - `asarray(x, dtype)`: a value as a plain array, below every transformation;
+- `read(x, why)`: a value as Python reads it (a test, an index, a numpy function without
+  a rule), which a handler holding it may guard;
 - `unrepeatable(reason)`: this run did something a repetition of its operations would
   not reproduce;
 - `sees_operations()`: does a handler see every primitive call (then code takes the
@@ -108,6 +110,10 @@ class Handler:
     def asarray(self, x, dtype):
         h = self.outer_values
         return np.asarray(strip(x), dtype=dtype) if h is None else h.asarray(x, dtype)
+
+    def read(self, x, why):
+        h = self.outer_values
+        return x.read(why) if h is None else h.read(x, why)
 
     def unrepeatable(self, reason):
         if self.outer_values is not None:
@@ -223,6 +229,17 @@ def asarray(x, dtype=None):
     if h is None:
         return np.asarray(strip(x), dtype=dtype)
     return h.asarray(x, dtype)
+
+
+def read(x, why):
+    """The value below every transformation of x as Python reads it (a test, an index, a
+    numpy function without a rule): a handler holding the value may note the read, `why`
+    (scg.jit guards the value, so a replay whose value differs runs afresh)."""
+    x = strip(x)
+    if not is_held(x):
+        return x
+    h = THREAD.values  # (a held value reads itself when no handler is open: one kept)
+    return x.read(why) if h is None else h.read(x, why)
 
 
 def unrepeatable(reason):

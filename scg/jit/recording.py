@@ -277,6 +277,9 @@ class _Recording(Handler):
             return self.apply(np.asarray, (x, dtype), None)
         return np.asarray(x, dtype=dtype)
 
+    def read(self, x, why):
+        return x.read(why)  # (a guard while this recording is open: Var.read)
+
     def unrepeatable(self, reason):
         self.refuse(reason)
 

@@ -9,6 +9,7 @@ import operator
 
 import numpy as np
 
+from ..core import effects
 from ..core.tape import Tracer, strip
 from ..errors import TracingError
 from . import rules as R
@@ -149,8 +150,7 @@ def _einsum(*args, **kw):
 
 def _read(x):
     """The plain value of x (under scg.jit, read as a Python value: a guard)."""
-    x = strip(x)
-    return x.read("it was inspected by a numpy function") if isinstance(x, Tracer) else x
+    return effects.read(x, "it was inspected by a numpy function")
 
 
 def _inspect(fn):

@@ -230,3 +230,17 @@ def test_reads_of_values_are_guarded(fn):
     xs = [np.array([1.0, -2.0, 3.0])] * 3 + [np.array([2.0, 1.0, -3.0])] * 3 + \
         [np.array([1.0, -2.0, 3.0])]
     check(fn, [(x,) for x in xs])
+
+
+def test_a_numpy_function_that_inspects_a_value_is_a_guarded_read():
+    # np.any has no rule: it runs on the value, read through the effect stack, and the
+    # recording guards what it read
+    def f(w):
+        y = np.sin(w) * w
+        return np.sum(y * 2.0) if np.any(y > 0.5) else np.sum(y)
+
+    jitted = scg.jit(f)
+    args = [np.array([0.1, 0.2])] * 3 + [np.array([1.0, 2.0])] * 3 + [np.array([0.1, 0.2])]
+    for a in args:
+        assert jitted(a) == f(a)
+    assert jitted.stats["replays"] >= 2
