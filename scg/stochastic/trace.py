@@ -243,6 +243,21 @@ class Trace(effects.Handler):
                 "biased. Use estimator='auto' or 'score'", BiasWarning, stacklevel=4)
 
     # ------------------------------------------------------------ explanation
+    def _bias_word(self, s):
+        """'biased', 'unbiased', or, for a baseline of the user's not yet checked by a
+        gradient call, unbiased on the condition that check tests."""
+        est = s.estimator
+        if est.biased or s.biased:
+            return "biased"
+        baseline = getattr(est, "baseline", None)
+        if baseline is None or type(baseline).__dict__.get("checked", False):
+            return "unbiased"
+        states = self.states
+        if states is not None and s.name in states and states.of(s.name).checked:
+            return "unbiased"  # (a gradient call checked it: it does not use its own cost)
+        return ("unbiased if its baseline does not use each draw's own cost (a gradient "
+                "call checks that, and warns with BiasWarning if it does)")
+
     def explain(self):
         """A readable account of the surrogate: estimators, their reasons, their terms."""
         lines = [f"Surrogate objective, averaged over n = {self.n} draws:",
@@ -256,7 +271,7 @@ class Trace(effects.Handler):
             lines.append(f"  {s.name} ~ {s.dist!r}{_in_plates(s.plates)}: {est.describe(s)}")
             lines.append(f"      because {s.reason}")
             evaluations = est.evaluations(s)
-            lines.append(f"      {'biased' if est.biased or s.biased else 'unbiased'}; "
+            lines.append(f"      {self._bias_word(s)}; "
                          f"{evaluations} evaluation{'s' if evaluations != 1 else ''} of the "
                          "model downstream per draw")
             lines += [f"      {line}" for line in est.explain_terms(s, self)]

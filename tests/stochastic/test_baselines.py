@@ -137,3 +137,19 @@ def test_a_baseline_that_uses_its_own_draw_is_caught_at_n_1_and_explain_says_bia
                            estimators={"a": scg.Score(scg.baselines.MovingAverage(0.9))})
     scg.grad(good)(0.3)
     assert "unbiased;" in good.last_trace.explain()
+
+
+def test_explain_of_a_trace_does_not_call_an_unchecked_baseline_unbiased():
+    # scg.trace runs no gradient, so nothing has checked a user's baseline yet: explain()
+    # says on what condition it is unbiased, not "unbiased" outright
+    def bandit(theta):
+        a = scg.sample("a", scg.Bernoulli(logits=theta), estimator=scg.Score(_UpdatedFirst()))
+        return np.where(a == 1, 3.0, 1.0)
+    text = scg.trace(bandit, 0.3, n=1).explain()
+    assert "unbiased;" not in text
+    assert "unbiased if its baseline does not use each draw's own cost" in text
+
+    def checked(theta):  # (scg's own baselines are known not to use their own draw)
+        a = scg.sample("a", scg.Bernoulli(logits=theta), estimator=scg.Score("loo"))
+        return np.where(a == 1, 3.0, 1.0)
+    assert "unbiased;" in scg.trace(checked, 0.3, n=2).explain()
