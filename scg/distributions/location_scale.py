@@ -97,9 +97,12 @@ class LocationScale(Distribution):
 
 
 def _all_nonnegative(x):
-    return bool(np.all(np.asarray(x) >= 0.0))
+    # (checked on every call, replays included: one number compared as a float)
+    x = np.asarray(x)
+    return float(x) >= 0.0 if x.ndim == 0 else bool((x >= 0.0).all())
 
 
 def _all_positive(x):
-    return bool(np.all(np.asarray(x) > 0.0))
+    x = np.asarray(x)
+    return float(x) > 0.0 if x.ndim == 0 else bool((x > 0.0).all())
 
