@@ -1,7 +1,6 @@
 """Expectations of models: their Monte Carlo value, gradient estimates, per-sample gradients."""
 
 import warnings
-import weakref
 
 import numpy as np
 
@@ -16,6 +15,7 @@ from ..kernels.parallel import count_nonfinite
 from ..numpy import rules as R
 from .memory import check_n
 from .persample import NO_DEPS, PerSample
+from .rebuilt import note_fresh_start
 from .site_states import SiteStates
 from .surrogate import surrogate
 from .trace import run_model
@@ -115,7 +115,7 @@ class Expectation:
                     "check the names", UserWarning, stacklevel=3)
         for site, baseline, q, state in updates:
             if baseline.stateful and not state and self.warn_lost_history:
-                _warn_if_history_lost(self, site, baseline)
+                note_fresh_start(self, site, baseline)
             if type(baseline).update is not Baseline.update:  # (not a baseline without memory)
                 effects.after(baseline.update, q, effects.State(state))  # (and after each replay)
         if traced:  # (estimators that tune themselves take a step after the call)
@@ -187,43 +187,6 @@ class Expectation:
 
     def __repr__(self):
         return f"Expectation({self.__name__}, n={self.n})"
-
-
-# (model code, site) -> (a weak reference to the last expectation whose stateful baseline
-# started there, its call counter, how many expectations in a row before it were called
-# once and dropped)
-_HISTORY = {}
-
-
-def _model_code(model):
-    """What identifies a model across expectations built again: its code (a lambda made
-    anew in a loop has the same code), through functools.partial and bound methods."""
-    while hasattr(model, "func"):  # functools.partial
-        model = model.func
-    model = getattr(model, "__func__", model)
-    return getattr(model, "__code__", type(model))
-
-
-def _warn_if_history_lost(E, site, baseline):
-    """Warn when expectations of one model are built again and called once, in a row: the
-    pattern of an expectation built inside a training loop, whose stateful baseline then
-    never has a history. (Several expectations of a model, each called many times, as in
-    a comparison of estimators, are fine.)"""
-    key = (_model_code(E.model), site)
-    last = _HISTORY.get(key)
-    # the earlier one counts if it was called once and is gone (replaced in a loop); one
-    # still alive is a sibling (expectations run side by side)
-    once_in_a_row = last[2] + 1 if last is not None and last[1][0] == 1 and \
-        last[0]() is None else 0
-    _HISTORY[key] = (weakref.ref(E), E._calls, once_in_a_row)
-    if once_in_a_row >= 2:
-        warnings.warn(
-            f"site {site!r}: the {baseline.describe()} starts without history, although "
-            "this model has run with it in another scg.expectation: the baseline's state "
-            "lives in the expectation object, so an expectation built again in every step "
-            "of a training loop never remembers a past call (its estimator is plain "
-            "REINFORCE). Build the expectation once, before the loop, and call it in the "
-            "loop", UserWarning, stacklevel=4)
 
 
 def _plain_mean(trace):
