@@ -15,6 +15,13 @@ such sites are put in different factors, and the factors multiply. Physical row
 `b * n + i` is block b of draw i, where b counts the factors' blocks in mixed radix (the
 first factor varies slowest). Upstream of a site every copy has the same values;
 downstream, sites draw with the same randomness in every copy.
+
+The layout is a handler of the effect stack, outside the run of the model (`CopyLayout`):
+a site asks it for its copies with a "copies" message, and it stops the run when the
+layout it was laid out with is not the one the sites ask for (`Replan`); the run then
+starts again, with the same randomness, in the new layout. Enumeration is the layout's
+second job: once the run has reached every cost, `settle` puts each exact sum in its own
+factor.
 """
 
 import functools
@@ -23,6 +30,77 @@ import math
 import numpy as np
 
 from ..core import effects
+
+
+class Replan(Exception):
+    """A site needs another layout of copies than the run has: run it again."""
+
+
+class CopyLayout(effects.Handler):
+    """The handler that lays out the copies of one run of a model with n draws.
+
+    `plan` maps each copying site to (copies, factor); the caller keeps it across calls, so
+    that a run laid out right the first time is never repeated. `copies` is the layout the
+    run has (a `Copies`)."""
+
+    takes_values = False
+
+    def __init__(self, n, plan):
+        self.plan = plan
+        self.copies = Copies(n, plan)
+        self._reached = set()
+
+    def process(self, msg):
+        if msg.kind == "copies":
+            self._check(msg.name, msg.fields["count"])
+            msg.value = self.copies
+            msg.done = True
+
+    def _check(self, name, count):
+        """Note that site `name` needs `count` copies of the downstream model; if the run
+        was laid out otherwise, stop it: it runs again with the copies."""
+        if count != 1 or name in self.plan:
+            self._reached.add(name)
+            now = self.plan.get(name)
+            if now is None or now[0] != count:
+                if count == 1:
+                    del self.plan[name]
+                else:
+                    self.plan[name] = (count, 0 if now is None else now[1])
+                raise Replan(name)
+
+    def settle(self, sites, costs_up):
+        """At the end of the run: forget a copying site the run did not reach, and lay the
+        copies of a site that sums over its values (scg.Enumerate()) in another factor than
+        those of every copying site it meets in a common cost (`costs_up`: the sites
+        upstream of each cost). If the run was laid out otherwise, stop it (`Replan`)."""
+        plan = self.plan
+        stale = [k for k in plan if k not in self._reached]
+        for k in stale:
+            del plan[k]
+        if stale:
+            raise Replan(stale[0])
+        if len(plan) < 2:
+            return
+        multiplies = {k for k in plan if sites[k].estimator.copies_multiply}
+        if not multiplies:
+            return
+        factor = settle_factors(plan, costs_up, multiplies)
+        changed = any(plan[k][1] != factor[k] for k in plan)
+        for k in plan:
+            plan[k] = (plan[k][0], factor[k])
+        layout = Copies(self.copies.n, plan)  # (checked before the run that would allocate it)
+        for k in plan:  # (in the order of the sites, for a message that does not vary)
+            if k in multiplies:
+                sites[k].estimator.check_layout(k, layout)
+        if changed:
+            raise Replan(next(iter(plan)))
+
+
+def copies_for(name, count):
+    """The layout of copies of the run, for site `name`, which needs `count` copies of the
+    downstream model (1: none of its own)."""
+    return effects.send(effects.Message("copies", name, count=count))
 
 
 class Copies:

@@ -25,6 +25,7 @@ from ..estimators import Estimator, as_estimator, auto
 from ..estimators.antithetic import antithetic_noise
 from ..kernels.parallel import count_nonfinite
 from ..numpy import rules as R
+from .copies import copies_for
 from .memory import check_fits
 from .persample import NO_DEPS, Deps, PerSample, lift
 from .plates import label_draw
@@ -279,7 +280,7 @@ def draw_site(run, msg):
     run.check_new_name(name)
     check_fits(run, dist, name)
     est, reason = _choose(run, name, dist, as_estimator(estimator))
-    run.check_copies(name, est.copies(name, dist, run.plates))
+    copies_for(name, est.copies(name, dist, run.plates))  # (may stop the run: Replan)
     level = run.level
     params = [v for v in family_of(dist).params.values()
               if isinstance(v, PerSample) and v.level == level]

@@ -10,12 +10,11 @@ from ..core import effects, random_state
 from ..core.reach import generators_reachable
 from ..core.tape import Box, new_level, strip
 from ..errors import BiasWarning, RandomnessWarning, TracingError
-from ..numpy import rules as R
 from .persample import PerSample
 from .plates import label_op
 from .runtime import RUNTIME
 from ..estimators import auto
-from .copies import Copies, settle_factors
+from .copies import Copies, CopyLayout, Replan
 from .sites import (EstimatorChoice, add_cost, carries_gradient, close_plate, cost, draw_site,
                     family_of, innermost_run, open_plate)
 
@@ -41,7 +40,7 @@ class Trace(effects.Handler):
     is_run = True
 
     def __init__(self, n, rng, level, decisions, reasons, record=False, param_names=None,
-                 plan=None, estimators=None, states=None):
+                 copies=None, estimators=None, states=None):
         self.n = n
         self.states = states  # the expectation's SiteStates (None for scg.trace)
         self.estimators = estimators  # the caller's choice over the model's (EstimatorChoice)
@@ -51,10 +50,9 @@ class Trace(effects.Handler):
         self.level = level
         self.decisions = decisions
         self.reasons = reasons
-        self.plan = {} if plan is None else plan  # copying site -> copies (see copies.py)
-        self.copies = Copies(n, self.plan)
+        # the layout of copies the run has (copies.py; the CopyLayout outside the trace)
+        self.copies = Copies(n, {}) if copies is None else copies
         self.rows = self.copies.rows
-        self._reached = set()
         self.sites = {}
         self.cost_sites = {}
         self.aux = None  # what the model returned beside its cost (has_aux=True)
@@ -82,41 +80,6 @@ class Trace(effects.Handler):
         if perform is not None:
             msg.value = perform(self, msg)
             msg.done = True
-
-    def check_copies(self, name, count):
-        """Note that site `name` needs `count` copies of the downstream model; if the run
-        was laid out otherwise, stop it: it runs again with the copies (`Replan`)."""
-        if count != 1 or name in self.plan:
-            self._reached.add(name)
-            now = self.plan.get(name)
-            if now is None or now[0] != count:
-                if count == 1:
-                    del self.plan[name]
-                else:
-                    self.plan[name] = (count, 0 if now is None else now[1])
-                raise Replan(name)
-
-    def check_factors(self):
-        """Lay the copies of a site that sums over its values (scg.Enumerate()) in another
-        factor than those of every copying site it meets in a common cost (see copies.py);
-        if the run was laid out otherwise, stop it: it runs again (`Replan`)."""
-        plan = self.plan
-        if len(plan) < 2:
-            return
-        multiplies = {k for k in plan if self.sites[k].estimator.copies_multiply}
-        if not multiplies:
-            return
-        factor = settle_factors(plan, [c.deps.up for c in self.cost_sites.values()],
-                                multiplies)
-        changed = any(plan[k][1] != factor[k] for k in plan)
-        for k in plan:
-            plan[k] = (plan[k][0], factor[k])
-        layout = Copies(self.n, plan)  # (checked before the run that would allocate it)
-        for k in plan:  # (in the order of the sites, for a message that does not vary)
-            if k in multiplies:
-                self.sites[k].estimator.check_layout(k, layout)
-        if changed:
-            raise Replan(next(iter(plan)))
 
     def carries_gradient(self, v):
         return carries_gradient(v, self)
@@ -332,10 +295,6 @@ def _in_plates(plates):
     return f" in plate {', '.join(p.name for p in plates)}" if plates else ""
 
 
-class Replan(Exception):
-    """A site needs another layout of copies than the run has: run it again."""
-
-
 def run_model(model, args, kwargs, *, n, rng, decisions, reasons, record=False,
               param_names=None, wrap_args=None, build=None, plan=None, estimators=None,
               has_aux=False, generators=None, states=None):
@@ -363,8 +322,10 @@ def run_model(model, args, kwargs, *, n, rng, decisions, reasons, record=False,
     before = [random_state.save_position(g) for g in own]
     for _ in range(1000):
         with new_level() as level:
-            trace = Trace(n, rng, level, decisions, reasons, record, param_names, plan,
-                          estimators, states)
+            layout = CopyLayout(n, plan)
+            trace = Trace(n, rng, level, decisions, reasons, record, param_names,
+                          layout.copies, estimators, states)
+            effects.push(layout)
             effects.push(trace)
             if estimators is not None:
                 effects.push(EstimatorChoice(estimators))
@@ -384,18 +345,13 @@ def run_model(model, args, kwargs, *, n, rng, decisions, reasons, record=False,
                         "the expectation with has_aux=True and return (cost, aux)")
                 if out is not None:
                     cost(RETURN_COST, out)
-                stale = [k for k in plan if k not in trace._reached]
-                for k in stale:  # (a copying site this run did not reach)
-                    del plan[k]
-                if stale:
-                    raise Replan(stale[0])
-                trace.check_factors()
+                layout.settle(trace.sites, [c.deps.up for c in trace.cost_sites.values()])
             except Replan:
                 _rewind(rng, state)
                 continue
             finally:
                 runtime.on_op = saved
-                _close(trace)
+                _close(layout)
             if random_state.global_random_position() != numpy_state:
                 _warn_numpy_random(model)
             if any(random_state.save_position(g) != b for g, b in zip(own, before)):
@@ -417,12 +373,13 @@ def run_model(model, args, kwargs, *, n, rng, decisions, reasons, record=False,
     raise RuntimeError("estimator choice did not settle")  # pragma: no cover
 
 
-def _close(trace):
-    """Take the run's handlers off the stack: the trace, the estimator choice inside it,
-    and any plate the model left open (an error raised inside one)."""
+def _close(layout):
+    """Take the run's handlers off the stack: the layout of copies, the trace and the
+    estimator choice inside it, and any plate the model left open (an error raised inside
+    one)."""
     for h in list(effects.handlers()):
         effects.pop(h)
-        if h is trace:
+        if h is layout:
             return
     raise RuntimeError("the run of a model was not on the effect stack")  # pragma: no cover
 

@@ -75,7 +75,28 @@ def test_jit_gives_the_eager_numbers_and_replays(case, model):
     assert jitted.stats["replays"] >= 2, jitted.explain()
     # the same draws from the same generator, and the same state kept between calls
     assert Ej.rng.bit_generator.state == E.rng.bit_generator.state
-    assert repr(Ej.states) == repr(E.states)  # (baselines and self-tuning estimators)
+    # (baselines and self-tuning estimators; to rounding: a BLAS kernel's last bit may
+    # depend on the alignment of its arrays)
+    assert _state_leaves(Ej.states).keys() == _state_leaves(E.states).keys()
+    for key, value in _state_leaves(E.states).items():
+        np.testing.assert_allclose(_state_leaves(Ej.states)[key], value, rtol=1e-10,
+                                   atol=1e-14, err_msg=str(key))
+
+
+def _state_leaves(states):
+    """{(site, part, key, ...): number or array} of an expectation's site states."""
+    out = {}
+
+    def walk(prefix, x):
+        if isinstance(x, dict):
+            for k, v in x.items():
+                walk(prefix + (k,), v)
+        else:
+            out[prefix] = x
+    for name in states:
+        walk((name, "baseline"), states[name].baseline)
+        walk((name, "estimator"), states[name].estimator)
+    return out
 
 
 @pytest.mark.parametrize("case, model", PAIRS, ids=IDS)

@@ -50,8 +50,45 @@ def test_while_a_model_runs_its_plate_and_run_are_handlers():
         return np.sum(x)
 
     scg.expectation(model, n=2, seed=0, estimators={"x": "pathwise"})(0.0)
-    assert seen[0] == ["EstimatorChoice", "Trace"]
-    assert seen[1] == ["PlateHandler", "EstimatorChoice", "Trace"]
+    assert seen[0] == ["EstimatorChoice", "Trace", "CopyLayout"]
+    assert seen[1] == ["PlateHandler", "EstimatorChoice", "Trace", "CopyLayout"]
+
+
+class _CopyWatcher(effects.Handler):
+    """Sees the "copies" messages of the sites drawn inside it."""
+    takes_values = False
+
+    def __init__(self):
+        self.asked = []
+
+    def process(self, msg):
+        if msg.kind == "copies":
+            self.asked.append((msg.name, msg.fields["count"]))
+
+    def postprocess(self, msg):
+        if msg.kind == "copies":
+            self.asked.append((msg.name, msg.value.count))
+
+
+def test_copies_are_laid_out_by_a_handler_outside_the_run():
+    watcher = _CopyWatcher()
+
+    def model(theta):
+        effects.push(watcher)
+        try:
+            a = scg.sample("a", scg.Bernoulli(probs=theta), estimator=scg.Enumerate())
+            b = scg.sample("b", scg.Bernoulli(probs=theta), estimator=scg.Enumerate())
+        finally:
+            effects.pop(watcher)
+        return a * b + a
+
+    E = scg.expectation(model, n=3, seed=0)
+    g = scg.grad(E)(0.3)
+    assert np.isclose(g, 2 * 0.3 + 1)  # (exact: d/dp (p^2 + p))
+    # each site asks for its 2 copies; the first runs, laid out without copies, stop for
+    # a new layout until the two exact sums are in factors of their own (2 x 2 blocks)
+    assert watcher.asked[-4:] == [("a", 2), ("a", 4), ("b", 2), ("b", 4)]
+    assert E.last_trace.copies.blocks == [2, 2]
 
 
 class _Renamer(effects.Handler):
@@ -108,4 +145,4 @@ def test_each_thread_has_its_own_stack():
     for t in threads:
         t.join(timeout=30)
     first, second = stacks.values()
-    assert len(first) == len(second) == 1 and first != second
+    assert len(first) == len(second) == 2 and not set(first) & set(second)
