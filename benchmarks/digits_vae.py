@@ -89,19 +89,19 @@ def torch_side():
 
     tiny, below_one = np.finfo(float).tiny, 1.0 - np.finfo(float).epsneg  # (scg's clip)
 
-    def relaxations(logits, gen, log_T):
+    def relaxations(logits, gen, log_T, noise=None):
         """scg.REBAR's draw: z = a + log u - log(1 - u), b = 1[z > 0], z~ ~ p(z | b) from a
-        second uniform v along a path in a; (b, sigmoid(a) plain, s(z), s(z~)), s(z) =
-        sigmoid(z / T)."""
-        u, v = (torch.rand(logits.shape, generator=gen).clamp(tiny, below_one)
-                for _ in range(2))
+        second uniform v along a path in a; (b, sigmoid(a) plain, s(z), s(z~), the noise),
+        s(z) = sigmoid(z / T). `noise`: (u, v) drawn before (else from gen)."""
+        u, v = noise if noise is not None else (
+            torch.rand(logits.shape, generator=gen).clamp(tiny, below_one) for _ in range(2))
         probs = torch.sigmoid(logits)
         b = (u > 1 - probs.detach()).double()
         z = logits + torch.log(u) - torch.log1p(-u)
         u_t = b * (1 - probs + v * probs) + (1 - b) * v * (1 - probs)
         z_t = logits + torch.log(u_t) - torch.log1p(-u_t)
         T = torch.exp(log_T)
-        return b, probs.detach(), torch.sigmoid(z / T), torch.sigmoid(z_t / T)
+        return b, probs.detach(), torch.sigmoid(z / T), torch.sigmoid(z_t / T), (u, v)
 
     def rebar(latent, relax):
         """scg.REBAR(temperature=0.5, scale=1.0), or with `relax` scg.RELAX(): the
@@ -123,7 +123,7 @@ def torch_side():
         def surrogate(p, x, gen):
             c = {k: t.detach() for k, t in th.items()}  # (as they are: tune comes after)
             logits = x @ p["enc_W"] + p["enc_b"]
-            b, probs, s, s_t = relaxations(logits, gen, c["log_T"])
+            b, probs, s, s_t, _ = relaxations(logits, gen, c["log_T"])
             f_b, f_s, f_t = (neg_elbo(p, x, z, logits) for z in (b, s, s_t))
             c_s, c_t = c["eta"] * f_s + r(s, c), c["eta"] * f_t + r(s_t, c)
             # f(b), the score with c(s(z~)) as baseline, and dc(s(z)) - dc(s(z~)) along
@@ -134,21 +134,25 @@ def torch_side():
 
         def tune(p, x, gen):
             """scg's probe (stochastic/tuning.py): with fresh noise, at the model's
-            parameters of the call, g = the per-draw estimate of the gradient in the
-            logits a, traced in the tuned parameters; one Adam step down d sum(g^2)
-            (summed over images and latents, one draw: scg's mean over draws of |g|^2)."""
-            q = {k: t.detach() for k, t in p.items()}
-            a = (x @ q["enc_W"] + q["enc_b"]).requires_grad_()
-            b, probs, s, s_t = relaxations(a, gen, th["log_T"])
-            # (a only in the draw, where scg's probe roots it: log q's own logits held,
-            # so g leaves out f's direct derivatives in a, (b - p) + eta (s(z) - s(z~)),
-            # which the call's estimate has; their mean is zero)
-            f_b, f_s, f_t = (neg_elbo(q, x, z, a.detach()) for z in (b, s, s_t))
+            parameters of the call, g = the estimate of the gradient in the encoder's
+            parameters (what the site's logits depend on), every path the call's estimate
+            has, traced in the tuned parameters; one Adam step down d |g|^2 (one draw:
+            scg's mean over draws of |g|^2)."""
+            q = {k: t.detach().requires_grad_(k.startswith("enc")) for k, t in p.items()}
+            logits = x @ q["enc_W"] + q["enc_b"]
+            b, probs, s, s_t, noise = relaxations(logits, gen, th["log_T"])
+            f_b, f_s, f_t = (neg_elbo(q, x, z, logits) for z in (b, s, s_t))
+            # the score's weight f(b) - c(s(z~)): constant in the encoder, traced in the
+            # tuned parameters (z~ again from the same noise at the logits' values)
+            a = logits.detach()
+            _, _, _, s_t0, _ = relaxations(a, gen, th["log_T"], noise)
+            plain = {k: t.detach() for k, t in q.items()}
+            weight = f_b.detach() - th["eta"] * neg_elbo(plain, x, s_t0, a) - r(s_t0, th)
             control = th["eta"] * (f_s - f_t) + r(s, th) - r(s_t, th)
-            path, = torch.autograd.grad(control.sum(), a, create_graph=True)
-            g = (f_b - th["eta"] * f_t - r(s_t, th))[:, None] * (b - probs) + path
+            total = f_b.sum() + (logits * (weight[:, None] * (b - probs))).sum() + control.sum()
+            g = torch.autograd.grad(total, [q["enc_W"], q["enc_b"]], create_graph=True)
             opt.zero_grad()
-            (g ** 2).sum().backward(inputs=list(th.values()))
+            sum((gi ** 2).sum() for gi in g).backward(inputs=list(th.values()))
             opt.step()
         return surrogate, tune
 

@@ -5,15 +5,20 @@ unbiased whatever they are, and its variance depends on them. Such an estimator
 (`tunes = True`) keeps its parameters in the site's state in the expectation
 (`SiteState.estimator`, like a moving-average baseline's) and, after each gradient call,
 the stochastic layer (scg/stochastic/tuning.py) runs it once more as a probe: the
-parameters are the roots of an outer trace level, the site's logits the roots of an inner
-one, and the probe returns its per-draw estimate of the gradient with respect to the
-logits, g, traced in the parameters. Since E[g] does not depend on them, the gradient of
-mean(|g|^2) is an unbiased estimate of the gradient of the estimate's variance (summed
-over the logits' elements); one Adam step descends it.
+parameters are the roots of an outer trace level, and the differentiated arguments of the
+call that the site's logits depend on (the parameters of the site's distribution, as an
+encoder's weights) the roots of an inner one, copied once per draw. The probe gives each
+draw's estimate g of the gradient with respect to those arguments, traced in the
+parameters, with every path the call's gradient has (a cost that depends on them besides
+the draw, as the log q of an ELBO, included). Since E[g] does not depend on the
+parameters, the gradient of mean(|g|^2) is an unbiased estimate of the gradient of the
+variance of the estimate an optimizer of the distribution's parameters sees (summed over
+their elements); one Adam step descends it.
 
 The estimator supplies `initial_params()` (a dict of floats or arrays), `probe(params,
-level)` (a copy drawing with traced parameters and its logits a root at `level`) and the
-probe's `per_draw_estimate(site, ctx)`; this module keeps the state.
+level)` (a copy drawing with the traced parameters, `level` theirs) and the probe's
+`probe_objective(site, ctx)`, a number whose derivative in the arguments is the estimate;
+this module keeps the state.
 """
 
 import numpy as np
@@ -33,7 +38,7 @@ class Learned:
     tunes = False
     lr = 0.01
     _probe_params = None  # (a probe's traced parameters)
-    _probe_level = None  # (the level of a probe's logits root)
+    _probe_outer = None  # (their trace level)
 
     def initial_params(self):
         """The parameters before any tuning, {name: float or array}."""
@@ -52,17 +57,18 @@ class Learned:
                 for k, v in self.initial_params().items()}
 
     def probe(self, params, level):
-        """A copy of this estimator that draws with the traced `params` and makes the
-        site's logits a root at trace level `level`."""
+        """A copy of this estimator that draws with `params`, traced at trace level
+        `level`."""
         clone = object.__new__(type(self))
         clone.__dict__.update(self.__dict__)
         clone._probe_params = params
-        clone._probe_level = level
+        clone._probe_outer = level
         return clone
 
-    def per_draw_estimate(self, site, ctx):
-        """For a probe: the per-draw estimate of the gradient with respect to the site's
-        logits, shape (n, *logits), traced in the parameters."""
+    def probe_objective(self, site, ctx):
+        """For a probe: a number whose derivative in the call's differentiated arguments
+        (each copied once per draw) is the estimate of their gradient, traced in the
+        parameters."""
         raise NotImplementedError
 
     def describe_tuning(self, state):

@@ -20,7 +20,7 @@ import numbers
 import numpy as np
 
 from ..core import effects
-from ..core.tape import Box, Tracer, backward, new_root, strip
+from ..core.tape import strip
 from ..distributions.base import family_of
 from ..errors import EstimatorError
 from ..numpy import rules as R
@@ -115,7 +115,7 @@ class REBAR(Learned, Estimator):
             d.aux["T"], d.aux["eta"] = self.temperature, self.scale
         if type(family_of(d.dist)).__name__ == "OneHotCategorical":
             return self._draw_categorical(d, u, v)
-        logits = self._site_logits(d, u.shape, _logits(family_of(d.dist)))
+        logits = _logits(family_of(d.dist))
         p = R.sigmoid(logits)
         p_plain = effects.asarray(p, dtype=float)
         b = (u > 1.0 - p_plain).astype(float)  # (z > 0)
@@ -130,23 +130,6 @@ class REBAR(Learned, Estimator):
         z_tilde = R.add(logits, R.subtract(R.log(u_tilde), R.log1p(R.negative(u_tilde))))
         return self._assemble(d, u, b, R.sigmoid(R.divide(z, T)),
                               R.sigmoid(R.divide(z_tilde, T)))
-
-    def _site_logits(self, d, shape, logits):
-        """The site's logits as the draw uses them: traced in the parameters; for a probe,
-        their plain values per row as a root of the probe's inner level (the probe's
-        estimate is the gradient with respect to them)."""
-        if self._probe_level is None:
-            return logits
-        plain = d.plain_params()  # (under scg.jit recorded values: the probe is recorded)
-        if plain.get("logits") is not None:
-            a = effects.asarray(plain["logits"], dtype=float)
-        else:
-            p = effects.asarray(plain["probs"], dtype=float)
-            a = R.subtract(R.log(p), R.log1p(R.negative(p)))
-        a = R.broadcast_to(a, shape)
-        root = new_root(a if isinstance(a, Tracer) else np.array(a), self._probe_level)
-        d.aux["root"] = root
-        return d.per_draw(root)
 
     @staticmethod
     def _assemble(d, u, b, relaxed, relaxed_tilde):
@@ -163,8 +146,7 @@ class REBAR(Learned, Estimator):
         given b = k, z~_k = -log(-log v_k) and z~_i = -log(-log(v_i) e^(-theta_i) - log v_k)
         for the others (Gumbels truncated below z~_k), along paths in theta; the
         relaxation softmax(z / T)."""
-        theta = R.log_softmax(self._site_logits(d, u.shape, family_of(d.dist).params["logits"]),
-                              axis=-1)
+        theta = R.log_softmax(family_of(d.dist).params["logits"], axis=-1)
         theta_plain = effects.asarray(theta, dtype=float)
         gumbel = -np.log(-np.log(u))
         b = effects.opaque(_one_hot_argmax, theta_plain + gumbel)
@@ -230,32 +212,33 @@ class REBAR(Learned, Estimator):
         the site's batch layout (n, *batch), or None."""
         return None
 
-    def per_draw_estimate(self, site, ctx):
-        """A probe's estimate of the gradient with respect to the site's logits, per draw:
-        (f(b) - eta f(s(z~))) (b - p) + eta d[f(s(z)) - f(s(z~))] / da, traced in the
-        temperature and scale (the derivative in a taken at the probe's inner level)."""
+    def probe_objective(self, site, ctx):
+        """For a probe: a number whose derivative in the differentiated arguments is the
+        estimate, traced in the temperature and scale (see estimators/learned.py):
+
+            sum_i [(f(b) - eta f(s(z~))) (b - p) . a + f(b) + eta (f(s(z)) - f(s(z~)))] / n
+
+        with the weight of a (the logits) constant in the arguments; f(b)'s own derivative
+        (a cost that depends on the parameters besides the draw, as an ELBO's log q) and
+        the relaxed costs' derivatives along every path are part of it."""
         n, eta = ctx.n, site.aux["eta"]
-        f = ctx.downstream(site)  # (rows, *batch), traced at both levels
+        outer = self._probe_outer
+        f = ctx.downstream(site)  # (rows, *batch), traced in the arguments and the tuning
         f_b, f_z, f_zt = f[:n], f[n:2 * n], f[2 * n:]
-        root = site.aux["root"]
         relaxed = R.multiply(eta, R.subtract(R.sum_(f_z), R.sum_(f_zt)))
+        weighed = f_b
         control = self._probe_control(site, n)
         if control is not None:
             c_z, c_zt = control
             relaxed = R.add(relaxed, R.subtract(R.sum_(c_z), R.sum_(c_zt)))
-            f_b = R.subtract(f_b, c_zt)
-        (d_relaxed,) = backward(relaxed, np.float64(1.0), [root]) \
-            if isinstance(relaxed, Box) and relaxed.level == self._probe_level else (None,)
-        outer = self._probe_level - 1
-        advantage = R.subtract(strip(f_b, outer), R.multiply(eta, strip(f_zt, outer)))
+            weighed = R.subtract(f_b, c_zt)
+        # (the score's weight, constant in the arguments: their tracers stripped)
+        advantage = R.subtract(strip(weighed, outer), R.multiply(eta, strip(f_zt, outer)))
         if type(family_of(site.dist)).__name__ == "OneHotCategorical":
             advantage = R.expand_dims(advantage, -1)
-        g = R.multiply(advantage, (site.aux["b"] - site.aux["p"])[:n])
-        if d_relaxed is not None:
-            # (draw i's rows n + i and 2n + i carry f's derivative at s(z) and s(z~); row i
-            # a learned control's, which RELAX evaluates on copy 0's rows)
-            g = R.add(g, R.add(d_relaxed[:n], R.add(d_relaxed[n:2 * n], d_relaxed[2 * n:])))
-        return g
+        weight = R.multiply(advantage, (site.aux["b"] - site.aux["p"])[:n])
+        score = R.sum_(R.multiply(traced_logits(site, ctx)[:n], weight))
+        return R.divide(R.add(score, R.add(R.sum_(f_b), relaxed)), n)
 
     def dice_log_prob(self, site, ctx):
         self.unsupported_order(site)
