@@ -334,3 +334,55 @@ def test_a_term_not_finite_at_the_relaxed_values_says_why():
     with pytest.raises(FloatingPointError, match=r"site 'z' is drawn by REBAR.*relaxed values"
                                                  r".*z \* logits - softplus\(logits\)"):
         scg.grad(scg.expectation(model, n=10, seed=1))(np.array([0.3, -0.5]))
+
+
+def elbo_like(estimator):
+    """A small VAE's negative ELBO: coins z of logits x @ W (a plate of 3 images, 2
+    latents), whose cost depends on W besides the draw, through log q(z)."""
+    x = np.array([[1.0, 0.0, 1.0], [0.0, 1.0, 1.0], [1.0, 1.0, 0.0]])
+    decoder = np.array([[1.5, -2.0, 0.5], [-1.0, 1.0, 2.0]])
+
+    def model(W):
+        with scg.plate("images", 3):
+            logits = x @ W
+            z = scg.sample("z", scg.Bernoulli(logits=logits).to_event(1), estimator=estimator)
+            out = z @ decoder
+            log_lik = np.sum(x * out - scg.softplus(out), axis=-1)
+            log_q = np.sum(z * logits - scg.softplus(logits), axis=-1)
+            return log_q - log_lik
+    return model
+
+
+def _sin_control(params, s):
+    return np.sin(s @ params["w"])[..., None]
+
+
+@pytest.mark.parametrize("make", [
+    lambda learn: scg.REBAR(0.5, 1.0, learn=learn),
+    lambda learn: scg.RELAX((_sin_control, {"w": np.array([0.7, -1.3])}), learn=learn)],
+    ids=["REBAR", "RELAX"])
+def test_the_probe_measures_the_second_moment_of_the_calls_own_estimate(make):
+    """The tuning descends mean(|g|^2) of the probe's g: g must be the estimate the call
+    gives, with the cost's own dependence on the parameters (log q) in it. Against the
+    per-draw gradients of scg.grad_samples, at the same temperature, scale and control
+    (fixed there, learn=False)."""
+    W = np.array([[0.3, -0.5], [0.8, 0.1], [-0.4, 0.6]])
+    E = scg.expectation(elbo_like(make(False)), n=500, seed=3)
+    estimator = make(True)
+    per_draw = np.array([np.sum(scg.grad_samples(E)(W).samples ** 2, axis=(1, 2)).mean()
+                         for _ in range(40)])
+    E = scg.expectation(elbo_like(estimator), n=500, seed=4)
+    probed = np.array([variance_gradient(E, "z", estimator, estimator.initial_params(),
+                                         (W,), {})[0] for _ in range(40)])
+    se = np.sqrt(per_draw.var(ddof=1) / len(per_draw) + probed.var(ddof=1) / len(probed))
+    z = (probed.mean() - per_draw.mean()) / se
+    assert abs(z) < 5, (probed.mean(), per_draw.mean(), z)
+
+
+def test_a_site_whose_logits_depend_on_no_argument_warns_that_it_cannot_tune():
+    def model(scale):
+        b = scg.sample("b", scg.Bernoulli(logits=0.3), estimator=scg.REBAR())
+        return scale * (b - TARGET) ** 2
+
+    with pytest.warns(UserWarning, match="cannot tune itself here.*learn=False"):
+        scg.grad(scg.expectation(model, n=10, seed=0))(np.array(2.0))
