@@ -40,7 +40,9 @@ class Constraint:
         """Does every entry of value satisfy the constraint?"""
         if type(self).check is Constraint.check and not self.event_dim:
             if type(value) is np.float64:  # (one number: without the array checks)
-                return value == value and bool(self._check(value))
+                test = _ONE_NUMBER.get(self._check)
+                return test(float(value)) if test is not None else \
+                    value == value and bool(self._check(value))
             if self._check is _finite and type(value) is np.ndarray and \
                     value.dtype == np.float64 and math.isfinite(np.add.reduce(value, None)):
                 return True  # (a finite sum: every entry is finite)
@@ -115,6 +117,28 @@ def _nonnegative_integer(x):
 
 def _positive_integer(x):
     return (x >= 1) & (x == np.floor(x)) & np.isfinite(x)
+
+
+# the same tests of one Python float (nan fails each), without numpy's per-call cost
+def _positive_number(v):
+    return 0.0 < v < math.inf
+
+
+def _nonnegative_number(v):
+    return 0.0 <= v < math.inf
+
+
+def _unit_interval_number(v):
+    return 0.0 <= v <= 1.0
+
+
+def _open_unit_interval_number(v):
+    return 0.0 < v < 1.0
+
+
+_ONE_NUMBER = {_finite: math.isfinite, _positive: _positive_number,
+               _nonnegative: _nonnegative_number, _unit_interval: _unit_interval_number,
+               _open_unit_interval: _open_unit_interval_number}
 
 
 real = Constraint("real", _finite)

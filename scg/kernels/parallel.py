@@ -81,6 +81,7 @@ def _on_threads(kernel, doc):
             kernel(which, out[lo:hi], g[lo:hi] if g.shape[0] else g, first[lo:hi], *params)
         in_chunks(out.shape[0], call)
     run.__doc__ = doc
+    run.serial = kernel  # (the kernel itself: small calls run it in the calling thread)
     return run
 
 

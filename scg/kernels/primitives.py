@@ -77,12 +77,18 @@ def _run_small(kernel, which, a0, args):
     (the common call: draws and their parameters), without the general broadcasting;
     None otherwise."""
     shape = a0.shape
+    kinds = [_small_kind(a, a0) for a in args]
+    if None in kinds:
+        return None
+    serial = _serial_flat(kernel, kinds)
+    if serial is not None:  # (the parameters passed as numbers, not filled arrays)
+        out = np.empty(a0.size)
+        serial(which, out, _NO_G, a0.ravel(), *[a if kind == "fill" else a.item()
+                                                for a, kind in zip(args[1:], kinds[1:])])
+        return out.reshape(shape)
     grid = _grid(a0)
     views = []
-    for a in args:
-        kind = _small_kind(a, a0)
-        if kind is None:
-            return None
+    for a, kind in zip(args, kinds):
         if kind == "view":
             v = a.reshape(grid)
         else:  # (np.full costs three times np.empty and fill)
@@ -92,6 +98,18 @@ def _run_small(kernel, which, a0, args):
     out = np.empty(grid)
     _entry(kernel)(which, out, *views)
     return out.reshape(shape)
+
+
+def _serial_flat(kernel, kinds):
+    """The entry point of the kernel's flat variant run in the calling thread, when the
+    call's draws are its first argument and every parameter is one number ("fill" or
+    "item"); None otherwise. The flat kernel evaluates the same scalar function as the
+    2-D one, so the values are the same; it spares the filled parameter arrays."""
+    if kinds[0] != "view" or "view" in kinds[1:]:
+        return None
+    flat = FLAT.get(kernel)
+    serial = getattr(flat, "serial", None)
+    return None if serial is None else _entry(serial)
 
 
 def _grid(a0):
@@ -151,18 +169,31 @@ def _small_call(kernel, which, args):
     a0 = args[0]
     if type(a0) is not np.ndarray or not a0.ndim or a0.size >= PARALLEL_MIN:
         return None
+    kinds = [_small_kind(a, a0) for a in args]
+    if None in kinds:
+        return None
+    names = ", ".join(f"a{k}" for k in range(len(args)))
+    serial = _serial_flat(kernel, kinds)
+    if serial is not None:
+        params = ", ".join(f"a{k}" if kind == "fill" else f"a{k}.item()"
+                           for k, kind in enumerate(kinds) if k)
+        source = (f"def call({names}):\n"
+                  f"    out = empty(size)\n"
+                  f"    entry(which, out, no_g, a0.ravel(), {params})\n"
+                  f"    return out.reshape(shape)\n")
+        namespace = {"empty": np.empty, "entry": serial, "which": which, "no_g": _NO_G,
+                     "size": a0.size, "shape": a0.shape}
+        exec(compile(source, f"<scg.jit kernel {getattr(kernel, '__name__', '')}>", "exec"),
+             namespace)
+        return namespace["call"]
     views, fills = [], []
-    for k, a in enumerate(args):
-        kind = _small_kind(a, a0)
-        if kind is None:
-            return None
+    for k, (a, kind) in enumerate(zip(args, kinds)):
         if kind == "view":
             views.append(f"a{k}.reshape(grid)")
         else:
             value = f"a{k}" if kind == "fill" else f"a{k}.item()"
             fills.append(f"    b{k} = empty(grid)\n    b{k}.fill({value})\n")
             views.append(f"b{k}")
-    names = ", ".join(f"a{k}" for k in range(len(args)))
     source = (f"def call({names}):\n" + "".join(fills) +
               f"    out = empty(grid)\n"
               f"    entry(which, out, {', '.join(views)})\n"

@@ -65,3 +65,15 @@ def test_distribution_messages_name_the_family():
         scg.Normal(np.zeros(3), np.ones(2))
     with pytest.raises(TypeError, match=r"Normal.sample\(rng\): rng must be a numpy Generator"):
         scg.Normal(0.0, 1.0).sample(None)
+
+
+@pytest.mark.parametrize("name", ["real", "positive", "nonnegative", "unit_interval",
+                                  "open_unit_interval", "half_open_unit_interval"])
+def test_one_number_is_tested_as_the_array_test_does(name):
+    """A parameter that is one numpy float is tested without numpy's array calls: the
+    verdict must be the array test's at the edges (0, -0, 1, subnormals, inf, nan)."""
+    from scg.distributions import constraints
+    c = getattr(constraints, name)
+    for v in [0.0, -0.0, 5e-324, 1e-300, 0.5, 1.0, 1.0 + 2 ** -52, 1 - 2 ** -53, 2.0, -1.0,
+              1e308, np.inf, -np.inf, np.nan]:
+        assert c.holds(np.float64(v)) == bool(np.all(c.check(np.array([v])))), (name, v)

@@ -192,3 +192,24 @@ def test_per_draw_matmul_agrees_with_eager(name, order):
     jitted = scg.jit(op(scg.expectation(model, n=5, seed=1)))
     assert lockstep(eager, jitted, [(W,)] * 4) == []
     assert jitted.stats["replays"] >= 1
+
+
+def test_arithmetic_of_numbers_is_replayed_as_operators_with_the_eager_values():
+    """Sums, differences, products, quotients, negations and absolute values of numpy
+    numbers (parameters indexed out of a vector, a step count) are replayed as Python's
+    operators: the eager values bit for bit, float64 and int64 alike."""
+    def step(theta, t):
+        a, b = theta[0], theta[1]
+        c = np.abs(a - 2.0) * b / (1.5 + np.negative(b)) - a * a
+        return np.sum(theta * c) + np.sin(c), t + 1, t * 3 - 2
+
+    jitted = scg.jit(step)
+    rng = np.random.default_rng(1)
+    for k in range(5):
+        theta, t = rng.normal(size=3), np.int64(k)
+        got, want = jitted(theta, t), step(theta, t)
+        for x, y in zip(got, want):
+            assert type(x) is type(y) and same(x, y)
+    assert jitted.stats["replays"] >= 1, jitted.explain()
+    source = next(e.source for e in jitted._entries.values() if e.source)
+    assert " + 1)" in source and "abs(" in source, source
