@@ -10,6 +10,9 @@ program other than eagerly (a recording for replay, see scg/jit/) must see them:
 - `after(fn, *args)`: an update of such state, run when the call has returned;
 - `check(predicate, x, where)`: a condition that must hold on every run (a finite cost,
   a parameter inside its constraint);
+- `kept(getter, *args)`: the object `getter(*args)` returns, state kept between calls
+  and used by identity (a site's baseline state, which a user may replace: a checkpoint
+  restored); a handler that repeats the call checks that it is still that object;
 - `generator(rng)`: a numpy Generator whose draws are the program's randomness;
 - `asarray(x, dtype)`: a value as a plain array, below every transformation;
 - `read(x, why)`: a value as Python reads it (a test, an index, a numpy function without
@@ -103,6 +106,9 @@ class Handler:
     def check(self, predicate, x, where):
         return _send_check(self.outer_values, predicate, x, where)
 
+    def kept(self, getter, args):
+        return _send_kept(self.outer_values, getter, args)
+
     def generator(self, rng):
         h = self.outer_values
         return rng if h is None else h.generator(rng)
@@ -143,6 +149,10 @@ def _send_after(h, fn, args):
 
 def _send_check(h, predicate, x, where):
     return bool(predicate(x)) if h is None else h.check(predicate, x, where)
+
+
+def _send_kept(h, getter, args):
+    return getter(*args) if h is None else h.kept(getter, args)
 
 
 # ---------------------------------------------------------------- the stack
@@ -209,6 +219,12 @@ def after(fn, *args):
     """fn(*args) for its side effect on state kept between calls (marked `State`): run
     when the call has returned (now, without a handler)."""
     _send_after(THREAD.values, fn, args)
+
+
+def kept(getter, *args):
+    """getter(*args): an object kept between calls and used by identity (state that a
+    user may replace between calls); a repetition of the call must find the same one."""
+    return _send_kept(THREAD.values, getter, args)
 
 
 def check(predicate, x, where):

@@ -7,6 +7,7 @@ read and written through the C state, about a microsecond against tens for `.sta
 """
 
 import ctypes
+import random
 
 import numpy as np
 
@@ -80,6 +81,11 @@ def position_keeper(rng):
         def save():
             return bg.state
     return save, lambda position: restore_position(rng, position)
+
+
+def python_random_position():
+    """Where Python's own global generator (random.random and the like) is in its stream."""
+    return random.getstate()
 
 
 def global_random_position():

@@ -21,6 +21,10 @@ from ..numpy import rules as R
 _VALIDATE = [True]
 
 
+def _validation():
+    return _VALIDATE[0]
+
+
 def set_validation(enabled):
     """Turn parameter validation on (the default) or off, for speed, for every new distribution."""
     _VALIDATE[0] = bool(enabled)
@@ -53,7 +57,10 @@ class Distribution:
         self._params = params
         self.batch_shape = tuple(batch_shape)
         self.event_shape = tuple(event_shape)
-        self._validate_args = _VALIDATE[0] if validate_args is None else validate_args
+        # (the switch read as state kept between calls: a repeated call whose switch was
+        # turned since checks the parameters as a fresh one would)
+        self._validate_args = effects.kept(_validation) if validate_args is None \
+            else validate_args
         self._checked = False  # (the parameters passed their constraints)
         if self._validate_args:
             self._validate()

@@ -14,8 +14,8 @@ import types
 import numpy as np
 
 from ..core import effects, pytree
-from ..core.random_state import (global_random_position, position_keeper, restore_position,
-                                 save_position)
+from ..core.random_state import (global_random_position, position_keeper,
+                                 python_random_position, restore_position, save_position)
 from ..core.tape import THREAD, Tracer, new_level
 from .fingerprint import BUDGET, TooMuch, Watch, fingerprint, generators_reachable
 from .recording import ACTIVE, Var, _Recording, compile_program, generators_of, same
@@ -209,6 +209,7 @@ class Jitted:
         reachable = generators_reachable((self.fn, args, kwargs))
         positions = [save_position(g) for g in reachable]
         global_random = global_random_position()
+        python_random = python_random_position()
         with new_level() as level:
             rec = _Recording(level)
             inputs = []
@@ -264,6 +265,10 @@ class Jitted:
             if id(g) not in drawn and _position(g) != _same_form(before):
                 rec.refuse("the function draws from a numpy Generator itself (not through "
                            "scg.sample): a replay would repeat its numbers")
+        if python_random_position() != python_random:
+            rec.refuse("the function draws from Python's random module (random.random and "
+                       "the like): a replay would repeat its numbers; draw with scg.sample "
+                       "or from a numpy Generator passed in")
         if global_random_position() != global_random:
             rec.refuse("the function draws from numpy's global generator (np.random.*): a "
                        "replay would repeat its numbers")

@@ -261,6 +261,17 @@ class _Recording(Handler):
     def after(self, fn, args):
         self.effect(fn, args)
 
+    def kept(self, getter, args):
+        # (looked up again on every replay: a replaced object is a miss, then a recording)
+        obj = getter(*args)
+        parts = ", ".join(self.ref(a) if not isinstance(a, (str, int)) else repr(a)
+                          for a in args)
+        self.lines.append(f"if {self.ref(getter)}({parts}) is not {self.ref(obj)}: "
+                          f"raise Miss({len(self.guards)})")
+        self.guards.append((len(self.lines), "state", "state kept between calls was "
+                            "replaced (a restored checkpoint)"))
+        return obj
+
     def check(self, predicate, x, where):
         if type(x) is Var and x.rec is self and self.open:
             return self.expect(predicate, x, where)

@@ -54,12 +54,27 @@ class Expectation:
         self._decisions = {}
         self._reasons = {}
         self._plan = {}  # sites whose estimators evaluate copies of the run -> copies
-        self.states = SiteStates()  # what each site keeps between calls (site_states.py)
+        self._states = SiteStates()  # what each site keeps between calls (site_states.py)
         self._calls = [0]  # (a list: the history of stateful baselines keeps a reference)
         self.__name__ = getattr(model, "__name__", "expectation")
         self.__doc__ = getattr(model, "__doc__", None)
         self.last_trace = None
         self.last_aux = None  # (has_aux=True: what the model returned beside its cost)
+
+    @property
+    def states(self):
+        """What each site keeps between calls (its baseline's and estimator's state):
+        a `SiteStates`, saved with `copy.deepcopy(E.states)` and restored by assigning it."""
+        return self._states
+
+    @states.setter
+    def states(self, states):
+        if not isinstance(states, SiteStates):
+            raise TypeError(f"expectation.states: expected the SiteStates of an expectation "
+                            f"(copy.deepcopy(E.states)), got {type(states).__name__}")
+        # (the object stays, its sites are the new ones: a call repeated by scg.jit reads
+        # the sites' states through this object, and finds the restored ones)
+        self._states._sites = states._sites
 
     @property
     def n(self):
@@ -87,6 +102,8 @@ class Expectation:
                 if k not in ("last_trace", "_model_generators")}
 
     def __setstate__(self, state):
+        if "states" in state:  # (pickled before `states` was a property)
+            state["_states"] = state.pop("states")
         self.__dict__.update(state)
         self.last_trace = None
 

@@ -4,7 +4,14 @@ A site's baseline may keep state (a moving average, its count), and so may an es
 that tunes itself; both live in the site's `SiteState`, kept by the expectation. Two
 expectations of one model keep separate states; a copy of an expectation (pickled for a
 dask worker, deep-copied for a study's chunk) carries them along.
+
+A user may replace them between calls (a checkpoint restored: `E.states = saved`, or
+`E.states[site].baseline = ...`): the sites read them through `baseline_of` and
+`estimator_of` as objects kept between calls (`effects.kept`), so a repetition of the
+call (scg.jit's replay) finds the new ones.
 """
+
+from ..core import effects
 
 
 class SiteState:
@@ -74,3 +81,21 @@ class SiteStates:
 
     def __repr__(self):
         return f"SiteStates({self._sites!r})"
+
+
+def _baseline_state(states, name):
+    return states.of(name).baseline
+
+
+def _estimator_state(states, name):
+    return states.of(name).estimator
+
+
+def baseline_of(states, name):
+    """The state site `name`'s baseline keeps between calls (a dict)."""
+    return effects.kept(_baseline_state, states, name)
+
+
+def estimator_of(states, name):
+    """The state site `name`'s estimator keeps between calls (a dict)."""
+    return effects.kept(_estimator_state, states, name)

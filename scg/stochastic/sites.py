@@ -30,7 +30,7 @@ from .memory import check_fits
 from .persample import NO_DEPS, Deps, PerSample, lift
 from .plates import label_draw
 from .runtime import RUNTIME
-from .site_states import SiteStates
+from .site_states import SiteStates, estimator_of
 
 
 def innermost_run():
@@ -464,7 +464,7 @@ class SiteDraw:
         states = self.run.states
         if states is None:
             states = self.run.states = SiteStates()
-        return states.of(self.name).estimator
+        return estimator_of(states, self.name)
 
     def plain_params(self):
         """The family's parameters as plain arrays of physical shape (rows, ...) or shared."""

@@ -28,6 +28,7 @@ from ..estimators.terms import magic_box
 from ..numpy import rules as R
 from ..distributions.base import family_of
 from .persample import PerSample, lift
+from .site_states import baseline_of, estimator_of
 
 
 def surrogate(trace, states):
@@ -280,11 +281,11 @@ class SurrogateContext:
 
     def baseline_state(self, name):
         """The state site `name`'s baseline keeps between calls (a dict)."""
-        return self._states.of(name).baseline
+        return baseline_of(self._states, name)
 
     def estimator_state(self, name):
         """The state site `name`'s estimator keeps between calls (a dict)."""
-        return self._states.of(name).estimator
+        return estimator_of(self._states, name)
 
     def check_baseline(self, name, baseline, q, state):
         """Warn once per site if the baseline uses each draw's own cost."""
@@ -359,11 +360,8 @@ class SurrogateContext:
             for e in ups:
                 wide = self._wider(self.weight(e), c.plates_for(e))
                 if wide:
-                    raise EstimatorError(
-                        f"cost {c.name!r} mixes the elements of plate {', '.join(wide)}, in "
-                        f"which site {e!r} is enumerated element by element; compute the cost "
-                        "per element (inside the plate, without summing over it), or draw the "
-                        f"site outside the plate to enumerate its joint values")
+                    raise EstimatorError(_mixed_weights_message(c.name, wide, e,
+                                                                self.trace.sites[e].estimator))
             # (a shared cost, of one row, is counted once per draw too)
             value = R.multiply(value, self._factor_weight(f, ups, traced=not plain))
         return value
@@ -486,3 +484,17 @@ class _Grid:
         axes = tuple(range(1, 1 + len(self.plates)))
         x = R.sum_(x, axis=axes) if axes else x
         return R.reshape(x, (-1,))
+
+
+def _mixed_weights_message(cost, plates, site, estimator):
+    """Why a cost that mixes a plate's elements cannot take the per-element weights of a
+    site's copies, and what to do instead (by the site's estimator)."""
+    where = (f"cost {cost!r} mixes the elements of plate {', '.join(plates)}, in which site "
+             f"{site!r}")
+    per_element = "compute the cost per element (inside the plate, without summing over it)"
+    if getattr(estimator, "name", None) == "enumerate":
+        return (f"{where} is enumerated element by element; {per_element}, or draw the site "
+                "outside the plate to enumerate its joint values")
+    return (f"{where} is weighted element by element by {estimator!r}, whose weights need "
+            f"a cost per element; {per_element}, or give the site an estimator that does not "
+            "weight its values, such as scg.Score('loo')")

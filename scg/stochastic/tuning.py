@@ -26,6 +26,7 @@ from ..estimators.terms import traced_logits
 from ..estimators.learned import read, store, updated
 from ..numpy import rules as R
 from .persample import NO_DEPS, PerSample
+from .site_states import estimator_of
 from .sites import Overrides
 from .surrogate import SurrogateContext
 from .trace import run_model
@@ -49,7 +50,7 @@ def schedule(E, trace, args, kwargs):
                              dict(kwargs))
     with effects.values_only():  # (the probe's run is a model run of its own)
         for name, estimator in tuning.items():
-            state = E.states.of(name).estimator
+            state = estimator_of(E.states, name)
             params, opt_state = read(estimator, state)
             variance, grads = variance_gradient(E, name, estimator, params, args, kwargs,
                                                 differentiated)

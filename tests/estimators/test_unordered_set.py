@@ -134,3 +134,16 @@ def test_errors():
         scg.grad(scg.expectation(outside_plate, n=4, seed=0))(np.stack([LOGITS, LOGITS]))
     with pytest.raises(scg.EstimatorError, match="first derivatives only"):
         scg.hessian(scg.expectation(choice(2), n=4, seed=0))(LOGITS)
+
+
+def test_a_cost_mixing_a_plates_elements_names_an_estimator_that_does_not_weight():
+    """Inside a plate with a cost that sums over it, the error says why the set's weights
+    cannot apply and names an estimator that works there (not Enumerate's advice)."""
+    def model(logits):
+        with scg.plate("p", 2):
+            c = scg.sample("c", scg.Categorical(logits=logits), estimator=scg.UnorderedSet(2))
+        return np.sum(c * 1.0) ** 2
+
+    with pytest.raises(scg.EstimatorError, match=r"weighted element by element by "
+                       r"UnorderedSet.*Score\('loo'\)"):
+        scg.grad(scg.expectation(model, n=4, seed=0))(np.zeros((2, 3)))
