@@ -9,13 +9,16 @@ one of them gives something else.
 """
 
 import array
+import builtins
 import collections
 import dis
 import functools
 import hashlib
+import importlib
 import io
 import keyword
 import re
+import struct
 import sys
 import threading
 import types
@@ -42,8 +45,19 @@ def fingerprint(x):
     (objects by their attributes, or the ones their `__fingerprint_attrs__` name); arrays by
     content; modules, classes, builtins and objects without attributes by identity."""
     out = []
-    _walk(x, out, set(), 0, [])
+    try:
+        _walk(x, out, set(), 0, [])
+    except TooMuch:
+        raise
+    except Exception as error:  # (as TooMuch: the callers then run the call afresh)
+        raise TooMuch(_unwalkable(error)) from error
     return tuple(out)
+
+
+def _unwalkable(error):
+    """Why a walk stopped on an error of its own, for explain()."""
+    return (f"an object its fingerprint could not read ({type(error).__name__}: {error}); "
+            "pass what the call needs from it as an argument")
 
 
 class Watch:
@@ -72,6 +86,10 @@ class Watch:
         except TooMuch as error:
             self.reason = str(error) or None
             return None  # (the caller runs the function afresh)
+        except Exception as error:  # (an object the walk does not know how to read: the
+            # user's call must not fail for it; it runs afresh, and explain() says why)
+            self.reason = _unwalkable(error)
+            return None
         tokens = self.tokens
         if len(tokens) >= _TOKENS:  # (a function that changes on every call)
             tokens.clear()
@@ -100,22 +118,75 @@ class Opaque(TooMuch):
 
 
 _UNREADABLE = object()
+# the types of Cython's functions (numpy.random's and scipy's methods): compiled code
+_COMPILED_FUNCTIONS = frozenset(["cython_function_or_method", "fused_cython_function"])
 
 
 def _array_like(t):
     return hasattr(t, "__array__") or hasattr(t, "__array_interface__")
 
 
+_DOUBLE = struct.Struct("<d").pack
+
+
+def _atom(x):
+    """A Python atom as its exact type and bits: values that compare equal but compute
+    differently (0.0 and -0.0, 1, 1.0 and True, nans of another sign) must not give the
+    same fingerprint (`==` would call them unchanged); and every nan gives the same one
+    (a nan is not equal to itself)."""
+    t = type(x)
+    if t is float:
+        return (float, _DOUBLE(x))
+    if t is complex:
+        return (complex, _DOUBLE(x.real), _DOUBLE(x.imag))
+    return (t, x)
+
+
+def _dtype_key(d):
+    """A dtype by everything that changes how its bytes read: its code, byte order and
+    size, and a structured dtype's fields (`d.str` of one is only '|V16')."""
+    return d.str if d.fields is None else (d.str, str(d))
+
+
+def _exact(v):
+    """A set's element in a form whose == is exact: atoms by type and bits, and tuples and
+    frozensets of them likewise ({0.0} and {-0.0} are equal sets)."""
+    t = type(v)
+    if t in _ATOMS:
+        return _atom(v)
+    if isinstance(v, tuple):
+        return (t,) + tuple(_exact(u) for u in v)
+    if t is frozenset:
+        return (t, _exact_set(v))
+    if isinstance(v, np.generic):
+        return _scalar(v)
+    return v  # (any other element: by its own ==, and walked itself)
+
+
+def _exact_set(s):
+    """A set's elements in their exact forms (see _exact)."""
+    return frozenset(_exact(v) for v in s)
+
+
+def _scalar(x):
+    """A numpy scalar by its type, dtype and bytes (np.float64(-0.0) is not 0.0)."""
+    return (type(x), _dtype_key(x.dtype), x.tobytes())
+
+
 def _content(x):
     """What an array of any kind holds, as bytes (with its type, dtype, shape and mask),
     or _UNREADABLE."""
     try:
-        if isinstance(x, (array.array, bytearray, memoryview)):
+        if isinstance(x, array.array):  # (by its typecode too: 'd' and 'q' share bytes)
+            return (type(x), x.typecode, bytes(x))
+        if isinstance(x, memoryview):
+            return (type(x), x.format, x.shape, bytes(x))
+        if isinstance(x, bytearray):
             return (type(x), bytes(x))
         a = np.asarray(x)
         mask = np.ma.getmaskarray(x).tobytes() if isinstance(x, np.ma.MaskedArray) else None
         data = _digest(a) if a.size > _DIGEST_LIMIT else a.tobytes()
-        return (a.dtype.str, a.shape, data, mask)
+        return (_dtype_key(a.dtype), a.shape, data, mask)
     except Exception:
         return _UNREADABLE
 
@@ -131,9 +202,12 @@ def _compiled(checks):
     Above _COMPILED_MAX reads, the loop: compiling the code would cost more than a walk."""
     if len(checks) > _COMPILED_MAX:
         return lambda: _unchanged(checks)
-    lines, names = [], {"MISSING": _MISSING, "digest": _digest, "content": _content}
+    lines, names = [], {"MISSING": _MISSING, "digest": _digest, "content": _content,
+                        "exact_set": _exact_set}
     for k, (kind, a, b, c) in enumerate(checks):
         names[f"a{k}"], names[f"b{k}"], names[f"c{k}"] = a, b, c
+        if kind == _ARRAY or kind == _DIGEST:  # (c: the shape and the dtype)
+            names[f"c{k}"], names[f"d{k}"] = c
         if kind == _ITEM:
             lines.append(f"if a{k}.get(b{k}, MISSING) is not c{k}: return False")
         elif kind == _CELL and c is not _MISSING:
@@ -141,11 +215,17 @@ def _compiled(checks):
         elif kind == _LEN:
             lines.append(f"if len(a{k}) != b{k}: return False")
         elif kind == _ARRAY:
-            lines.append(f"if a{k}.shape != c{k} or a{k}.tobytes() != b{k}: return False")
+            # (the dtype by identity: `a.dtype = np.int64` keeps the bytes; an equal dtype
+            # of another identity only costs a walk, which gives the same fingerprint)
+            lines.append(f"if a{k}.shape != c{k} or a{k}.dtype is not d{k} or "
+                         f"a{k}.tobytes() != b{k}: return False")
         elif kind == _DIGEST:
-            lines.append(f"if a{k}.shape != c{k} or digest(a{k}) != b{k}: return False")
-        elif kind == _SET:
+            lines.append(f"if a{k}.shape != c{k} or a{k}.dtype is not d{k} or "
+                         f"digest(a{k}) != b{k}: return False")
+        elif kind == _SET and c is None:
             lines.append(f"if a{k} != b{k}: return False")
+        elif kind == _SET:
+            lines.append(f"if a{k} != b{k} or exact_set(a{k}) != c{k}: return False")
         elif kind == _CONTENT:
             lines.append(f"if content(a{k}) != b{k}: return False")
         elif kind == _ATTR and c is not _MISSING and b.isidentifier() and \
@@ -182,13 +262,13 @@ def _unchanged(checks):
             if len(a) != b:
                 return False
         elif kind == _ARRAY:
-            if a.shape != c or a.tobytes() != b:
+            if a.shape != c[0] or a.dtype is not c[1] or a.tobytes() != b:
                 return False
         elif kind == _DIGEST:
-            if a.shape != c or _digest(a) != b:
+            if a.shape != c[0] or a.dtype is not c[1] or _digest(a) != b:
                 return False
         elif kind == _SET:
-            if a != b:
+            if a != b or (c is not None and _exact_set(a) != c):
                 return False
         elif kind == _CONTENT:
             if _content(a) != b:
@@ -206,20 +286,20 @@ def _unchanged(checks):
 def _walk(x, out, seen, depth, checks):
     t = type(x)
     if t in _ATOMS:
-        out.append((float, x.hex()) if t is float else x)
+        out.append(_atom(x))
         return
     if t is np.ndarray:
         if x.size > _DIGEST_LIMIT:
             data = _digest(x)
-            out.append((x.dtype.str, x.shape, data))
-            checks.append((_DIGEST, x, data, x.shape))
+            out.append((np.ndarray, _dtype_key(x.dtype), x.shape, data))
+            checks.append((_DIGEST, x, data, (x.shape, x.dtype)))
             return
         data = x.tobytes()
-        out.append((x.dtype.str, x.shape, data))
-        checks.append((_ARRAY, x, data, x.shape))
+        out.append((np.ndarray, _dtype_key(x.dtype), x.shape, data))
+        checks.append((_ARRAY, x, data, (x.shape, x.dtype)))
         return
     if isinstance(x, np.generic):
-        out.append((x.dtype.str, x.item()))
+        out.append(_scalar(x))
         return
     if isinstance(x, (np.ndarray, array.array, bytearray, memoryview)) or (
             _array_like(t) and not _user_module_name(t.__module__)):
@@ -242,7 +322,8 @@ def _walk(x, out, seen, depth, checks):
         out.append(id(x))  # (a user's class read as a value: its settings and methods too)
         _walk_class(x, out, seen, depth + 1, checks)
         return
-    if isinstance(x, _BY_IDENTITY):
+    if isinstance(x, _BY_IDENTITY) or t is object:  # (a bare object(), a sentinel, can
+        # hold nothing: by identity)
         out.append(id(x))
         return
     if depth > 24:
@@ -262,9 +343,11 @@ def _walk(x, out, seen, depth, checks):
         return
     if t is set or t is frozenset:
         frozen = frozenset(x)
-        out.append((t, frozen))
-        if t is set:
-            checks.append((_SET, x, frozen, None))
+        exact = _exact_set(frozen)
+        out.append((t, exact))
+        if t is set:  # (a set of strings compares exactly by ==; numbers need their bits)
+            checks.append((_SET, x, frozen, None if all(type(v) is str for v in frozen)
+                           else exact))
         for v in frozen:
             if type(v) not in _ATOMS:
                 _walk(v, out, seen, depth, checks)
@@ -275,6 +358,12 @@ def _walk(x, out, seen, depth, checks):
         checks.append((_ATTR, x, "__code__", code))
         names = _global_names(code)
         attributes = _attribute_names(code)
+        dynamic = _dynamic_names(code)  # (almost always empty: nothing more to do)
+        alias = False
+        if dynamic and attributes is not _EVERY_NAME and not dynamic.isdisjoint(
+                ("vars", "__dict__", "__globals__")):
+            # vars(mod)[k], mod.__dict__[k]: a user's module's every attribute
+            attributes = _EveryUserName(attributes)
         for cell in x.__closure__ or ():
             try:
                 value = cell.cell_contents
@@ -286,15 +375,21 @@ def _walk(x, out, seen, depth, checks):
             _walk(value, out, seen, depth, checks)
             if isinstance(value, types.ModuleType):
                 _walk_module(value, attributes, out, seen, depth, checks)
+            elif id(value) in _LOOKUPS:  # (globals, sys.modules, import_module, ... under
+                # another name: what it looks up is out of reach of the names read)
+                alias = True
         for name in ("__defaults__", "__kwdefaults__"):
             value = getattr(x, name)
             checks.append((_ATTR, x, name, value))
             _walk(value, out, seen, depth, checks)
+            if value and any(id(v) in _LOOKUPS for v in (
+                    value.values() if type(value) is dict else value)):
+                alias = True
         if x.__dict__ and "__wrapped__" not in x.__dict__:  # (attributes set on it; not
             # the ones functools.wraps copied from the function it wraps)
             _walk_dict(x.__dict__, out, seen, depth, checks)
         g = x.__globals__
-        if g.get("__name__", "").startswith("scg."):  # (scg's own globals are its code)
+        if str(g.get("__name__", "")).startswith("scg."):  # (scg's globals are its code)
             return
         for name in names:
             value = g.get(name, _MISSING)
@@ -304,6 +399,10 @@ def _walk(x, out, seen, depth, checks):
                 _walk(value, out, seen, depth, checks)
                 if isinstance(value, types.ModuleType):
                     _walk_module(value, attributes, out, seen, depth, checks)
+                elif id(value) in _LOOKUPS:
+                    alias = True
+        if dynamic or alias:
+            _walk_dynamic(x, dynamic, alias, names, attributes, out, seen, depth, checks)
         return
     if t is functools.partial:  # (its attributes are read-only)
         _walk(x.func, out, seen, depth, checks)
@@ -340,6 +439,10 @@ def _walk(x, out, seen, depth, checks):
             checks.append((_ITEM, attrs, name, value))
             if value is not _MISSING:
                 _walk(value, out, seen, depth, checks)
+        return
+    if t.__name__ in _COMPILED_FUNCTIONS:  # (compiled code, like a builtin: by identity; a
+        # bound method of one is followed through its __self__, a Generator say)
+        out.append(id(x))
         return
     attrs = _read(x, "__dict__", None)
     slots = [name for c in t.__mro__ for name in getattr(c, "__slots__", ())
@@ -380,16 +483,24 @@ def _walk_module(module, names, out, seen, depth, checks):
     `getattr(mod, "X")`): a user's module's settings, and a library's data (`os.environ`,
     a library's option objects; its functions, classes and submodules' code are not
     followed)."""
-    if id(module) in seen or depth > 24:
+    if depth > 24:
         return
-    seen.add(id(module))
     user = _user_module(module)
     attrs = vars(module)
     wanted = names
-    if names is _EVERY_NAME:  # (a name computed at run time: any attribute it has)
+    if names is _EVERY_NAME or (user and type(names) is _EveryUserName):
+        # (a name computed at run time: any attribute it has)
+        if (id(module), _EVERY_NAME) in seen:
+            return
+        seen.add((id(module), _EVERY_NAME))
         checks.append((_LEN, attrs, len(attrs), None))
         wanted = [k for k in list(attrs) if not (k.startswith("__") and k.endswith("__"))]
     for attr in wanted:
+        # (each attribute once per walk, not each module: two functions reading other
+        # attributes of one module, cfg.A here and cfg.B in a helper, both count)
+        if (id(module), attr) in seen:
+            continue
+        seen.add((id(module), attr))
         value = attrs.get(attr, _MISSING)
         if not user and (value is _MISSING or (callable(value) and not isinstance(
                 value, types.ModuleType))):
@@ -438,13 +549,19 @@ def _walk_class(cls, out, seen, depth, checks):
 
 
 def _user_module_name(name):
-    root = (name or "").split(".")[0]
-    return root not in _LIBRARIES and root not in sys.stdlib_module_names
+    if type(name) is not str:  # (a compiled type's __module__ can be a descriptor, or
+        # None: not a user's Python module)
+        return False
+    root = name.split(".")[0]
+    return root not in _LIBRARIES and root not in sys.stdlib_module_names and \
+        not root.startswith("_cython_")  # (the types Cython's modules share)
 
 
 def _user_module(module):
-    return _user_module_name(module.__name__) and "site-packages" not in str(
-        getattr(module, "__file__", ""))
+    # (read from its dict: a module's __getattr__ may import, or raise, for a missing name)
+    attrs = vars(module)
+    return _user_module_name(attrs.get("__name__")) and "site-packages" not in str(
+        attrs.get("__file__", ""))
 
 
 _LIBRARIES = frozenset(["scg", "numpy", "numba", "scipy", "networkx", "torch", "jax",
@@ -462,15 +579,202 @@ def _walk_dict(x, out, seen, depth, checks):
     out.append((dict, len(x)))
     checks.append((_LEN, x, len(x), None))
     for k, v in list(x.items()):
-        out.append(k if type(k) in _ATOMS else id(k))
+        # (atoms by type and bits: {"s": 0.0} and {"s": -0.0} are equal dicts)
+        out.append(_atom(k) if type(k) in _ATOMS else id(k))
         checks.append((_ITEM, x, k, v))
         if type(v) in _ATOMS:
-            out.append(v)
+            out.append(_atom(v))
         else:
             _walk(v, out, seen, depth, checks)
 
 
 _EVERY_NAME = None  # (the attributes a module walk reads: all of them)
+
+
+class _EveryUserName(tuple):
+    """The names a code reads, for a code that also reads a module's attributes through
+    its __dict__ (vars(mod)[k]): every attribute of a user's module, these of a
+    library's."""
+
+
+# names whose use lets code read a global or a module by a name computed at run time:
+# globals()["K"], eval("K"), vars(mod)[k], mod.__dict__[k], f.__globals__[k],
+# sys.modules["cfg"], importlib.import_module("cfg"), __import__("cfg")
+_DYNAMIC = frozenset(["globals", "eval", "exec", "vars", "__dict__", "__globals__",
+                      "modules", "import_module", "__import__"])
+_GLOBALS_BY_NAME = ("globals", "eval", "exec")
+
+
+@functools.lru_cache(maxsize=4096)
+def _dynamic_names(code):
+    """The names of _DYNAMIC the code (or a function nested in it) loads, as a frozenset
+    (empty for nearly every function: then a walk does nothing more)."""
+    return frozenset(n for n in _global_names(code) if n in _DYNAMIC)
+
+
+def _walk_dynamic(fn, dynamic, alias, names, attributes, out, seen, depth, checks):
+    """What a function reads by names computed at run time (see _DYNAMIC), made part of its
+    fingerprint:
+
+    - through its globals (globals()["K"], eval, exec): every global of its module, and
+      its module's length (a global added);
+    - through sys.modules, importlib.import_module or __import__: the modules the code
+      names there by a constant string (or by `__name__`: its own module), each through
+      the attributes the code reads (all of them for a name computed at run time, or
+      through vars(mod) or mod.__dict__); a module looked up by a name the code computes
+      (or through a function's __globals__, or one of these functions held under another
+      name) could be any: every user's module in sys.modules then, and sys.modules'
+      length (a module imported).
+
+    The checks of the functions without these names are unchanged (no cost per call)."""
+    g = fn.__globals__
+    if alias or any(n in dynamic and g.get(n, _BUILTINS.get(n)) is _BUILTINS.get(n)
+                    for n in _GLOBALS_BY_NAME):
+        checks.append((_LEN, g, len(g), None))
+        known = set(names)
+        try:
+            for name in list(g):
+                if name in known or type(name) is not str or (
+                        name.startswith("__") and name.endswith("__")):
+                    continue
+                value = g[name]
+                checks.append((_ITEM, g, name, value))
+                out.append(name)
+                _walk(value, out, seen, depth, checks)
+                if isinstance(value, types.ModuleType):
+                    _walk_module(value, attributes, out, seen, depth, checks)
+        except TooMuch as error:
+            if str(error):
+                raise
+            raise TooMuch(f"every global of its module (it reads globals(), eval or exec), "
+                          f"more than {BUDGET} values: pass the settings it reads as "
+                          "arguments") from None
+    if not alias and not _reaches_modules(fn, dynamic, names, g):
+        return
+    if alias and type(attributes) is not _EveryUserName and attributes is not _EVERY_NAME:
+        attributes = _EveryUserName(attributes)  # (vars held under another name, say)
+    named, own, computed = _module_lookups(fn.__code__)
+    modules = sys.modules
+    if own and type(g.get("__name__")) is str:
+        named = named | {g["__name__"]}
+    if not (computed or alias or "__globals__" in dynamic):
+        for name in sorted(named):  # (each: the module, or missing until imported)
+            module = modules.get(name, _MISSING)
+            checks.append((_ITEM, modules, name, module))
+            out.append(_atom(name))
+            if isinstance(module, types.ModuleType):
+                out.append(id(module))
+                _walk_module(module, attributes, out, seen, depth, checks)
+        return
+    checks.append((_LEN, modules, len(modules), None))
+    try:
+        for name, module in list(modules.items()):
+            if not isinstance(module, types.ModuleType) or not (
+                    name in named or _user_module(module)):
+                continue
+            checks.append((_ITEM, modules, name, module))
+            out.append(_atom(name))
+            out.append(id(module))
+            _walk_module(module, attributes, out, seen, depth, checks)
+    except TooMuch as error:
+        if str(error):
+            raise
+        raise TooMuch("modules by a name computed at run time (sys.modules[...], "
+                      "importlib.import_module, __import__): every user's module is then "
+                      f"part of its fingerprint, more than {BUDGET} values; name the module "
+                      "by a constant string, or pass the settings as arguments") from None
+
+
+def _reaches_modules(fn, dynamic, names, g):
+    """Can the function look a module up by name: does it read `__import__` or a
+    function's `__globals__`, or hold sys (or sys.modules) and read `modules`, or hold
+    importlib (or its import_module) and read `import_module`? Decided by what its
+    globals, closure and defaults hold, so that an object's own `.modules` does not count."""
+    if "__import__" in dynamic or "__globals__" in dynamic:
+        return True
+    values = [g.get(n) for n in names]
+    values += [c.cell_contents for c in fn.__closure__ or () if _filled(c)]
+    values += list(fn.__defaults__ or ()) + list((fn.__kwdefaults__ or {}).values())
+    if "modules" in dynamic and any(v is sys or v is sys.modules for v in values):
+        return True
+    return "import_module" in dynamic and any(
+        v is importlib or v is importlib.import_module for v in values)
+
+
+def _filled(cell):
+    try:
+        cell.cell_contents
+    except ValueError:
+        return False
+    return True
+
+
+_SKIPPED = ("CACHE", "EXTENDED_ARG", "PUSH_NULL", "NOP")
+_CALLS = ("PRECALL", "CALL", "CALL_FUNCTION", "CALL_METHOD")
+
+
+@functools.lru_cache(maxsize=4096)
+def _module_lookups(code):
+    """How the code (and the functions nested in it) looks modules up by name:
+    (the constant names, whether it uses `__name__` (its own module), whether a name is
+    computed). Read from the bytecode: after `modules` (sys.modules), `modules.get`,
+    `import_module` or `__import__` must come one constant string (or `__name__`) and the
+    subscript or the call; anything else (a computed name, sys.modules stored or passed
+    on, more arguments) counts as computed. `name in sys.modules` looks nothing up."""
+    named, own, computed = set(), False, False
+    stack = [code]
+    while stack:
+        c = stack.pop()
+        stack += [k for k in c.co_consts if isinstance(k, types.CodeType)]
+        if _DYNAMIC.isdisjoint(c.co_names):
+            continue
+        ops = [i for i in dis.get_instructions(c) if i.opname not in _SKIPPED]
+        for k, ins in enumerate(ops):
+            if not ins.opname.startswith("LOAD_") or ins.argval not in (
+                    "modules", "import_module", "__import__"):
+                continue
+            if ins.opname in ("LOAD_CONST", "LOAD_FAST", "LOAD_DEREF", "LOAD_CLOSURE"):
+                continue  # (a string constant, a local variable: not the lookup)
+            rest = ops[k + 1:k + 4]
+            if ins.argval == "modules":
+                if rest and rest[0].opname == "CONTAINS_OP":
+                    continue
+                if rest and rest[0].opname in ("LOAD_METHOD", "LOAD_ATTR") and \
+                        rest[0].argval in ("get", "__getitem__"):
+                    rest = ops[k + 2:k + 5]
+                elif rest and rest[0].opname in ("LOAD_METHOD", "LOAD_ATTR"):
+                    computed = True  # (sys.modules.items(), .copy(), ...)
+                    continue
+            key = rest[0] if rest else None
+            end = rest[1] if len(rest) > 1 else None
+            if key is not None and key.opname == "LOAD_CONST" and type(key.argval) is str \
+                    and not key.argval.startswith("."):
+                constant = key.argval
+            elif key is not None and key.opname in ("LOAD_GLOBAL", "LOAD_NAME") and \
+                    key.argval == "__name__":
+                constant = None
+            else:
+                computed = True
+                continue
+            subscript = end is not None and (end.opname == "BINARY_SUBSCR" or (
+                end.opname == "BINARY_OP" and "[" in end.argrepr))  # (3.14: BINARY_OP [])
+            if end is None or not (end.opname in _CALLS or (
+                    subscript and ins.argval == "modules")):
+                computed = True  # (more arguments, or something else done with the name)
+                continue
+            if constant is None:
+                own = True
+            else:
+                parts = constant.split(".")  # (__import__("a.b") gives a: both named)
+                named.update(".".join(parts[:n]) for n in range(1, len(parts) + 1))
+    return frozenset(named), own, computed
+
+
+# the functions that look a global or a module up by a name (held under another name)
+_LOOKUPS = frozenset(id(f) for f in (sys.modules, importlib.import_module, builtins.__import__,
+                                    builtins.globals, builtins.eval, builtins.exec,
+                                    builtins.vars))
+_BUILTINS = vars(builtins)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -545,6 +849,6 @@ def generators_reachable(x):
     checks = []
     try:
         _walk(x, [], set(), 0, checks)
-    except TooMuch:
+    except Exception:  # (TooMuch, or an object the walk cannot read: the ones found)
         pass
     return [c[1] for c in checks if c[0] == _GENERATOR]

@@ -1,0 +1,453 @@
+"""scg.jit never replays stale values: the edges of its fingerprint walk.
+
+Compiled (Cython) bound methods reached through a global or a closure (a numpy
+Generator's, RandomState's, scipy's cKDTree's) neither crash the call nor give other
+numbers than eager calls; an object the walk cannot read makes the call run afresh, named
+by explain(); values that compare equal but compute differently (0.0 and -0.0, 1, 1.0 and
+True, nans of either sign, numpy scalars, set elements) count as changed; an array whose
+dtype is reassigned in place counts as changed; and settings read by a name computed at
+run time (globals()["K"], eval, sys.modules[...], importlib.import_module, __import__,
+vars(mod), mod.__dict__) are watched. Each test calls a function eagerly and jitted, with
+the same change in between, and compares every call.
+"""
+
+import importlib
+import math
+import sys
+import types
+
+import numpy as np
+import pytest
+
+import scg
+from scg.jit import fingerprint as F
+
+from .compare import assert_same, same_values
+
+K = 1.0  # a setting read through globals() and the like (set by each test)
+
+
+def _model(read):
+    """A model whose cost is read() times a square of a draw."""
+    def model(theta):
+        x = scg.sample("x", scg.Normal(theta[0], 1.0))
+        return read() * x ** 2
+    return model
+
+
+def _compare(make, before=4, after=4, same=None):
+    """make() -> (step, change): a fresh function of theta and what changes what it reads.
+    Runs the calls eagerly and jitted (each from its own make()): `before` calls, the
+    change, `after` calls; every call agrees. Returns the jitted function and its number
+    of replays after the change."""
+    theta = np.array([0.3])
+    results = []
+    for jit in (False, True):
+        step, change = make()
+        f = scg.jit(step) if jit else step
+        out = [f(theta) for _ in range(before)]
+        replays = f.stats["replays"] if jit else 0
+        change()
+        out += [f(theta) for _ in range(after)]
+        results.append(out)
+        if jit:
+            jitted, replays_after = f, f.stats["replays"] - replays
+    for k, (want, got) in enumerate(zip(*results)):
+        if same is None:
+            assert_same(want, got)
+        else:
+            assert same(want, got), (k, want, got)
+    return jitted, replays_after
+
+
+def _grad_of(read):
+    """make() helper: the gradient of an expectation of _model(read), fresh."""
+    return scg.grad(scg.expectation(_model(read), n=5, seed=1))
+
+
+# ---------------------------------------------------------------- compiled bound methods
+def _drawing_steps():
+    """name -> () -> (step, change): a step drawing its noise through a Cython bound
+    method it holds (a closure), outside scg.sample."""
+    def generator_normal():
+        jitter = np.random.default_rng(0).normal
+        g = _grad_of(lambda: 1.0)
+        return (lambda th: g(th + jitter())), lambda: None
+
+    def global_rand():
+        np.random.seed(3)
+        jitter = np.random.rand
+        g = _grad_of(lambda: 1.0)
+        return (lambda th: g(th + jitter())), lambda: None
+
+    def random_state_rand():
+        jitter = np.random.RandomState(5).rand
+        g = _grad_of(lambda: 1.0)
+        return (lambda th: g(th + jitter())), lambda: None
+
+    return {"Generator.normal": generator_normal, "np.random.rand": global_rand,
+            "RandomState.rand": random_state_rand}
+
+
+@pytest.mark.parametrize("name", list(_drawing_steps()))
+def test_compiled_bound_method_drawing_noise_gives_eager_numbers(name):
+    jitted, _ = _compare(_drawing_steps()[name], same=same_values)
+    # (each call draws new noise: none may be replayed, and explain() says why)
+    assert jitted.stats["replays"] == 0
+    assert jitted.stats["eager"] > 0
+    assert "numpy Generator itself" in jitted.explain() or "RandomState" in jitted.explain()
+
+
+_GLOBAL_JITTER = None  # (a global holding a Generator's bound method, set by the test)
+
+
+def _step_with_global_jitter(g):
+    def step(theta):
+        return g(theta + _GLOBAL_JITTER())
+    return step
+
+
+def test_generator_method_through_a_global():
+    def make():
+        global _GLOBAL_JITTER
+        _GLOBAL_JITTER = np.random.default_rng(11).normal
+        return _step_with_global_jitter(_grad_of(lambda: 1.0)), lambda: None
+    jitted, _ = _compare(make, same=same_values)
+    assert jitted.stats["replays"] == 0
+    assert "numpy Generator itself" in jitted.explain()
+
+
+def test_compiled_methods_fingerprint_without_raising():
+    scipy_spatial = pytest.importorskip("scipy.spatial")
+    methods = [np.random.default_rng(0).normal, np.random.rand,
+               np.random.RandomState(0).rand, np.random.PCG64(0).random_raw,
+               scipy_spatial.cKDTree(np.zeros((3, 1))).query]
+    for m in methods:
+        try:
+            F.fingerprint(m)
+        except F.TooMuch:  # (an object out of reach: the call runs afresh)
+            pass
+
+
+def test_ckdtree_query_in_a_closure_runs_afresh_with_eager_numbers():
+    scipy_spatial = pytest.importorskip("scipy.spatial")
+
+    def make():
+        points = np.array([[0.0], [1.0], [4.0]])
+        tree = {"t": scipy_spatial.cKDTree(points)}
+        query = tree["t"].query
+        g = _grad_of(lambda: 1.0)
+
+        def step(theta):
+            distance, _ = query(np.array([2.9]))
+            return g(theta) * distance
+
+        def change():  # (another tree: the query gives another distance)
+            nonlocal query
+            query = scipy_spatial.cKDTree(points + 0.5).query
+        return step, change
+    jitted, _ = _compare(make, same=same_values)
+    assert jitted.stats["replays"] == 0
+    assert "cKDTree" in jitted.explain()
+
+
+def test_an_object_the_walk_cannot_read_runs_afresh():
+    class Odd:  # (names its attributes for the fingerprint, but has no __dict__)
+        __slots__ = ("scale",)
+        __fingerprint_attrs__ = ("scale",)
+
+    def make():
+        odd = Odd()
+        odd.scale = 2.0
+        return _grad_of(lambda: odd.scale), lambda: setattr(odd, "scale", 5.0)
+    jitted, _ = _compare(make)
+    assert jitted.stats["replays"] == 0
+    assert jitted.stats["eager"] == jitted.stats["calls"]
+    assert "could not read" in jitted.explain()
+
+
+# ---------------------------------------------------------------- equal but different atoms
+def _atom_cases():
+    """name -> (holder, key, old, new, use): holder[key] changes from old to new, which are
+    equal by == but give other costs through use()."""
+    angle = lambda s: np.arctan2(s, -1.0)  # (pi for 0.0, -pi for -0.0)
+    pick = lambda i: np.sum(np.array([2.0, 5.0])[i])  # (5 for 1, 7 for True)
+    nan_sign = lambda v: np.copysign(1.0, v) + 2.0
+    return {
+        "dict 0.0 -> -0.0": ("dict", 0.0, -0.0, angle),
+        "list np.float64(0.0) -> np.float64(-0.0)": ("list", np.float64(0.0),
+                                                      np.float64(-0.0), angle),
+        "dict 1 -> True": ("dict", 1, True, pick),
+        "dict 1 -> 1.0": ("dict", 1, 1.0, lambda v: np.float64(1.0) / (v * 0 + 3) if
+                          type(v) is float else np.float64(2.0)),
+        "dict nan -> -nan": ("dict", math.nan, -math.nan, nan_sign),
+        "dict np.float32(nan) -> -nan": ("dict", np.float32(math.nan),
+                                         np.float32(-math.nan), nan_sign),
+        "dict complex 0j -> -0j imag": ("dict", complex(1.0, 0.0), complex(1.0, -0.0),
+                                        lambda c: np.arctan2(c.imag, -1.0)),
+        "tuple in a dict": ("dict", (0.0, 1), (-0.0, 1), lambda t: angle(t[0])),
+    }
+
+
+@pytest.mark.parametrize("name", list(_atom_cases()))
+def test_equal_atoms_that_differ_are_changes(name):
+    where, old, new, use = _atom_cases()[name]
+
+    def make():
+        holder = {"v": old} if where == "dict" else [old]
+        key = "v" if where == "dict" else 0
+        return _grad_of(lambda: use(holder[key])), lambda: holder.__setitem__(key, new)
+    jitted, replays_after = _compare(make)
+    assert jitted.stats["replays"] > 0 and replays_after > 0
+
+
+def test_set_elements_equal_but_different_are_changes():
+    def make():
+        s = {0.0}
+
+        def change():
+            s.clear()
+            s.add(-0.0)
+        return _grad_of(lambda: np.arctan2(max(s), -1.0)), change
+    jitted, replays_after = _compare(make)
+    assert jitted.stats["replays"] > 0 and replays_after > 0
+
+
+def test_a_set_of_tuples_with_signed_zeros():
+    def make():
+        s = {(0.0, "a")}
+
+        def change():
+            s.clear()
+            s.add((-0.0, "a"))
+        return _grad_of(lambda: np.arctan2(next(iter(s))[0], -1.0)), change
+    jitted, replays_after = _compare(make)
+    assert jitted.stats["replays"] > 0 and replays_after > 0
+
+
+def test_nan_settings_keep_their_recording():
+    """A numpy nan the function reads gives the same fingerprint on every walk: after an
+    unrelated setting goes and comes back, the first recording is replayed again."""
+    cfg = {"missing": np.float64(math.nan), "k": 1.0}
+    f = scg.jit(_grad_of(lambda: cfg["k"] + 0.0 * np.nan_to_num(cfg["missing"])))
+    theta = np.array([0.3])
+    for _ in range(4):
+        f(theta)
+    cfg["k"] = 2.0
+    for _ in range(3):
+        f(theta)
+    recordings = f.stats["recordings"]
+    cfg["k"] = 1.0
+    f(theta)
+    assert f.stats["recordings"] == recordings  # (the first structure again: replayed)
+
+
+def test_atoms_are_tagged_by_type_and_bits():
+    for a, b in [(0.0, -0.0), (1, True), (1, 1.0), (0, False), (complex(0, 0), complex(0, -0.0)),
+                 (np.float64(0.0), np.float64(-0.0)), (np.int64(1), np.float64(1.0)),
+                 (np.float32(1.0), np.float64(1.0)), (math.nan, -math.nan)]:
+        assert F.fingerprint({"v": a}) != F.fingerprint({"v": b}), (a, b)
+        assert F.fingerprint([a]) != F.fingerprint([b]), (a, b)
+    assert F.fingerprint([math.nan]) == F.fingerprint([float("nan")])
+    assert F.fingerprint([np.float64(math.nan)]) == F.fingerprint([np.float64(math.nan)])
+
+
+# ---------------------------------------------------------------- dtypes changed in place
+@pytest.mark.parametrize("size", [2, (1 << 16) + 2])  # (compared by bytes, by digest)
+def test_array_dtype_reassigned_in_place(size):
+    def make():
+        a = np.zeros(size)
+        a[:2] = [1.0, 2.0]
+        return _grad_of(lambda: np.sum(a[:2].astype(float)) * 1e-18), \
+            lambda: setattr(a, "dtype", np.int64)  # (the same bytes, read as integers)
+    jitted, replays_after = _compare(make)
+    assert jitted.stats["replays"] > 0 and replays_after > 0
+
+
+def test_structured_dtype_renamed_in_place():
+    def make():
+        a = np.zeros(2, dtype=[("x", "f8"), ("y", "f8")])
+        a["x"], a["y"] = 1.0, 5.0
+        return _grad_of(lambda: np.sum(a["x"])), \
+            lambda: setattr(a, "dtype", np.dtype([("y", "f8"), ("x", "f8")]))
+    jitted, replays_after = _compare(make)
+    assert jitted.stats["replays"] > 0 and replays_after > 0
+
+
+# ---------------------------------------------------------------- names computed at run time
+_CFG = "scg_test_edges_cfg"
+
+
+def _settings_module():
+    cfg = types.ModuleType(_CFG)
+    cfg.SCALE = 1.0
+    sys.modules[_CFG] = cfg
+    return cfg
+
+
+def _read_globals():
+    return globals()["K"]
+
+
+def _read_eval():
+    return eval("K")
+
+
+def _read_own_module():
+    return sys.modules[__name__].K
+
+
+def _read_sys_modules():
+    return sys.modules["scg_test_edges_cfg"].SCALE
+
+
+def _read_import_module():
+    return importlib.import_module("scg_test_edges_cfg").SCALE
+
+
+def _read_dunder_import():
+    return __import__("scg_test_edges_cfg").SCALE
+
+
+def _read_vars():
+    return vars(sys.modules["scg_test_edges_cfg"])["SCALE"]
+
+
+def _read_module_dict():
+    return sys.modules["scg_test_edges_cfg"].__dict__["SCALE"]
+
+
+_READERS = {f.__name__: f for f in (
+    _read_globals, _read_eval, _read_own_module, _read_sys_modules, _read_import_module,
+    _read_dunder_import, _read_vars, _read_module_dict)}
+
+
+@pytest.mark.parametrize("name", list(_READERS))
+def test_settings_read_by_computed_names(name):
+    read = _READERS[name]
+
+    def make():
+        global K
+        K = 1.0
+        cfg = _settings_module()
+
+        def change():
+            global K
+            K = 7.0
+            cfg.SCALE = 7.0
+        return _grad_of(read), change
+    try:
+        jitted, replays_after = _compare(make)
+    finally:
+        sys.modules.pop(_CFG, None)
+    assert jitted.stats["replays"] > 0 and replays_after > 0, jitted.explain()
+
+
+def _computed_name_reader():
+    suffix = "cfg"
+    return lambda: sys.modules["scg_test_edges_" + suffix].SCALE
+
+
+def _alias_reader():
+    load = importlib.import_module  # (import_module under another name)
+    return lambda: load("scg_test_edges_cfg").SCALE
+
+
+@pytest.mark.parametrize("reader", [_computed_name_reader, _alias_reader])
+def test_a_module_looked_up_by_a_computed_name(reader):
+    """Any module could be the one: every user's module is watched (replayed while none
+    changes), or, if they hold too much, the call runs afresh and explain() says why."""
+    def make():
+        global K
+        K = 1.0
+        cfg = _settings_module()
+        return _grad_of(reader()), lambda: setattr(cfg, "SCALE", 7.0)
+    try:
+        jitted, replays_after = _compare(make)
+    finally:
+        sys.modules.pop(_CFG, None)
+    assert (jitted.stats["replays"] > 0 and replays_after > 0) or \
+        "computed at run time" in jitted.explain(), jitted.explain()
+
+
+def test_module_lookups_read_from_the_bytecode():
+    def constant():
+        return sys.modules["a"].X, importlib.import_module("b.c").Y, __import__("d").Z, \
+            sys.modules.get("e"), "f" in sys.modules
+
+    def own():
+        return sys.modules[__name__].K
+
+    def computed(k):
+        return sys.modules["a" + k]
+
+    def stored():
+        m = sys.modules
+        return m["a"]
+    assert F._module_lookups(constant.__code__) == (
+        frozenset({"a", "b", "b.c", "d", "e"}), False, False)
+    assert F._module_lookups(own.__code__) == (frozenset(), True, False)
+    assert F._module_lookups(computed.__code__)[2]
+    assert F._module_lookups(stored.__code__)[2]
+
+
+def test_a_module_replaced_in_sys_modules():
+    def make():
+        _settings_module()
+
+        def change():
+            other = types.ModuleType(_CFG)
+            other.SCALE = 3.0
+            sys.modules[_CFG] = other
+        return _grad_of(_read_sys_modules), change
+    try:
+        jitted, replays_after = _compare(make)
+    finally:
+        sys.modules.pop(_CFG, None)
+    assert jitted.stats["replays"] > 0 and replays_after > 0
+
+
+def test_vars_of_a_module_in_a_closure():
+    def make():
+        cfg = types.ModuleType("scg_test_edges_closure")
+        cfg.SCALE = 1.0
+        key = "SC" + "ALE"
+        return _grad_of(lambda: vars(cfg)[key]), lambda: setattr(cfg, "SCALE", 4.0)
+    jitted, replays_after = _compare(make)
+    assert jitted.stats["replays"] > 0 and replays_after > 0
+
+
+def test_two_functions_reading_other_attributes_of_one_module():
+    """The function reads cfg.A, a helper it calls cfg.B: a change of B shows (a module
+    walked once for the function's names still gives the helper's)."""
+    def make():
+        cfg = types.ModuleType("scg_test_edges_two")
+        cfg.A, cfg.B = 1.0, 1.0
+
+        def helper():
+            return cfg.B
+
+        def read():
+            return cfg.A * helper()
+        return _grad_of(read), lambda: setattr(cfg, "B", 7.0)
+    jitted, replays_after = _compare(make)
+    assert jitted.stats["replays"] > 0 and replays_after > 0
+
+
+def test_functions_without_computed_names_check_no_more():
+    """An object's own `.modules` (or any function without these names) does not widen the
+    fingerprint to sys.modules or to every global: no extra checks on every call."""
+    holder = types.SimpleNamespace(modules={"scale": 2.0})
+
+    def plain(x):
+        return holder.modules["scale"] * x
+
+    assert F._dynamic_names(plain.__code__) == frozenset({"modules"})
+    checks = []
+    F._walk(plain, [], set(), 0, checks)
+    assert not any(c[1] is sys.modules for c in checks)
+    assert not any(c[0] == F._LEN and c[1] is globals() for c in checks)
+
+    def simple(x):
+        return K * np.sum(x)
+    assert F._dynamic_names(simple.__code__) == frozenset()
