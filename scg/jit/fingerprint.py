@@ -17,6 +17,7 @@ import hashlib
 import importlib
 import io
 import keyword
+import random
 import re
 import struct
 import sys
@@ -102,7 +103,8 @@ class Watch:
 _TOKENS = 256  # fingerprints a Watch remembers (a function that changes on every call)
 _COMPILED_MAX = 500  # reads checked by generated code (more: by the loop)
 _MISSING = object()
-_CELL, _ITEM, _LEN, _ARRAY, _ATTR, _INDEX, _DIGEST, _SET, _GENERATOR, _CONTENT = range(10)
+(_CELL, _ITEM, _LEN, _ARRAY, _ATTR, _INDEX, _DIGEST, _SET, _GENERATOR, _CONTENT, _KEYS,
+ _PYTHON_RANDOM) = range(12)
 # arrays above this many entries are compared by a digest of their bytes
 _DIGEST_LIMIT = 1 << 16
 BUDGET = 100_000  # values a fingerprint may visit (more: the function runs afresh)
@@ -118,6 +120,16 @@ class Opaque(TooMuch):
 
 
 _UNREADABLE = object()
+
+
+class _Reading(threading.local):
+    """The attribute names the code of the function being walked reads (a module it reaches
+    is read by these names); () outside a function."""
+
+    names = ()
+
+
+_READING = _Reading()
 # the types of Cython's functions (numpy.random's and scipy's methods): compiled code
 _COMPILED_FUNCTIONS = frozenset(["cython_function_or_method", "fused_cython_function"])
 
@@ -203,7 +215,7 @@ def _compiled(checks):
     if len(checks) > _COMPILED_MAX:
         return lambda: _unchanged(checks)
     lines, names = [], {"MISSING": _MISSING, "digest": _digest, "content": _content,
-                        "exact_set": _exact_set}
+                        "exact_set": _exact_set, "exact_keys": _exact_keys}
     for k, (kind, a, b, c) in enumerate(checks):
         names[f"a{k}"], names[f"b{k}"], names[f"c{k}"] = a, b, c
         if kind == _ARRAY or kind == _DIGEST:  # (c: the shape and the dtype)
@@ -228,6 +240,8 @@ def _compiled(checks):
             lines.append(f"if a{k} != b{k} or exact_set(a{k}) != c{k}: return False")
         elif kind == _CONTENT:
             lines.append(f"if content(a{k}) != b{k}: return False")
+        elif kind == _KEYS:
+            lines.append(f"if exact_keys(a{k}) != b{k}: return False")
         elif kind == _ATTR and c is not _MISSING and b.isidentifier() and \
                 not keyword.iskeyword(b):
             lines.append(f"if a{k}.{b} is not c{k}: return False")
@@ -235,7 +249,8 @@ def _compiled(checks):
             lines.append(f"if getattr(a{k}, b{k}, MISSING) is not c{k}: return False")
         elif kind == _INDEX:
             lines.append(f"if a{k}[b{k}] is not c{k}: return False")
-        elif kind != _GENERATOR:  # (an empty cell: the loop's test)
+        elif kind != _GENERATOR and kind != _PYTHON_RANDOM:  # (an empty cell: the loop's
+            # test)
             names[f"check{k}"] = checks[k]
             lines.append(f"if not unchanged((check{k},)): return False")
     names["unchanged"] = _unchanged
@@ -273,7 +288,10 @@ def _unchanged(checks):
         elif kind == _CONTENT:
             if _content(a) != b:
                 return False
-        elif kind == _GENERATOR:
+        elif kind == _KEYS:
+            if _exact_keys(a) != b:
+                return False
+        elif kind == _GENERATOR or kind == _PYTHON_RANDOM:
             pass
         elif kind == _ATTR:
             if getattr(a, b, _MISSING) is not c:
@@ -315,8 +333,19 @@ def _walk(x, out, seen, depth, checks):
         out.append(id(x))
         checks.append((_GENERATOR, x, None, None))
         return
-    if isinstance(x, types.ModuleType) and _user_module(x):
-        out.append(id(x))  # (its attributes: through the names the code reads, below)
+    if isinstance(x, random.Random) or (t is types.BuiltinMethodType and isinstance(
+            getattr(x, "__self__", None), random.Random)):  # (rng, or rng.random)
+        x = getattr(x, "__self__", x)
+        if isinstance(x, random.SystemRandom):
+            raise Opaque("a random.SystemRandom it reads (its numbers cannot be replayed)")
+        out.append(id(x))
+        checks.append((_PYTHON_RANDOM, x, None, None))
+        return
+    if isinstance(x, types.ModuleType):
+        out.append(id(x))
+        # (the attributes that the function reaching it names: a module read through a
+        # global or a closure, or held in a container, [cfg] or {"m": cfg})
+        _walk_module(x, _READING.names, out, seen, depth, checks)
         return
     if isinstance(x, type) and _user_module_name(x.__module__) and id(x) not in seen:
         out.append(id(x))  # (a user's class read as a value: its settings and methods too)
@@ -356,53 +385,11 @@ def _walk(x, out, seen, depth, checks):
         code = x.__code__
         out.append(code)
         checks.append((_ATTR, x, "__code__", code))
-        names = _global_names(code)
-        attributes = _attribute_names(code)
-        dynamic = _dynamic_names(code)  # (almost always empty: nothing more to do)
-        alias = False
-        if dynamic and attributes is not _EVERY_NAME and not dynamic.isdisjoint(
-                ("vars", "__dict__", "__globals__")):
-            # vars(mod)[k], mod.__dict__[k]: a user's module's every attribute
-            attributes = _EveryUserName(attributes)
-        for cell in x.__closure__ or ():
-            try:
-                value = cell.cell_contents
-            except ValueError:  # (an empty cell: a name not yet assigned)
-                out.append("empty")
-                checks.append((_CELL, cell, None, _MISSING))
-                continue
-            checks.append((_CELL, cell, None, value))
-            _walk(value, out, seen, depth, checks)
-            if isinstance(value, types.ModuleType):
-                _walk_module(value, attributes, out, seen, depth, checks)
-            elif id(value) in _LOOKUPS:  # (globals, sys.modules, import_module, ... under
-                # another name: what it looks up is out of reach of the names read)
-                alias = True
-        for name in ("__defaults__", "__kwdefaults__"):
-            value = getattr(x, name)
-            checks.append((_ATTR, x, name, value))
-            _walk(value, out, seen, depth, checks)
-            if value and any(id(v) in _LOOKUPS for v in (
-                    value.values() if type(value) is dict else value)):
-                alias = True
-        if x.__dict__ and "__wrapped__" not in x.__dict__:  # (attributes set on it; not
-            # the ones functools.wraps copied from the function it wraps)
-            _walk_dict(x.__dict__, out, seen, depth, checks)
-        g = x.__globals__
-        if str(g.get("__name__", "")).startswith("scg."):  # (scg's globals are its code)
-            return
-        for name in names:
-            value = g.get(name, _MISSING)
-            checks.append((_ITEM, g, name, value))
-            if value is not _MISSING:
-                out.append(name)
-                _walk(value, out, seen, depth, checks)
-                if isinstance(value, types.ModuleType):
-                    _walk_module(value, attributes, out, seen, depth, checks)
-                elif id(value) in _LOOKUPS:
-                    alias = True
-        if dynamic or alias:
-            _walk_dynamic(x, dynamic, alias, names, attributes, out, seen, depth, checks)
+        outer = _READING.names
+        try:
+            _walk_function(x, code, out, seen, depth, checks)
+        finally:
+            _READING.names = outer
         return
     if t is functools.partial:  # (its attributes are read-only)
         _walk(x.func, out, seen, depth, checks)
@@ -467,6 +454,56 @@ def _walk(x, out, seen, depth, checks):
                  "pass what the call needs from it as an argument)")
 
 
+def _walk_function(x, code, out, seen, depth, checks):
+    """A function's closure, defaults, attributes and the globals its code reads. A module
+    reached through any of them is read by the attribute names the code names (set in
+    _READING.names for the walk of what the function reaches)."""
+    names = _global_names(code)
+    attributes = _attribute_names(code)
+    dynamic = _dynamic_names(code)  # (almost always empty: nothing more to do)
+    alias = False
+    if dynamic and attributes is not _EVERY_NAME and not dynamic.isdisjoint(
+            ("vars", "__dict__", "__globals__")):
+        # vars(mod)[k], mod.__dict__[k]: a user's module's every attribute
+        attributes = _EveryUserName(attributes)
+    _READING.names = attributes
+    for cell in x.__closure__ or ():
+        try:
+            value = cell.cell_contents
+        except ValueError:  # (an empty cell: a name not yet assigned)
+            out.append("empty")
+            checks.append((_CELL, cell, None, _MISSING))
+            continue
+        checks.append((_CELL, cell, None, value))
+        _walk(value, out, seen, depth, checks)
+        if id(value) in _LOOKUPS:  # (globals, sys.modules, import_module, ... under
+            # another name: what it looks up is out of reach of the names read)
+            alias = True
+    for name in ("__defaults__", "__kwdefaults__"):
+        value = getattr(x, name)
+        checks.append((_ATTR, x, name, value))
+        _walk(value, out, seen, depth, checks)
+        if value and any(id(v) in _LOOKUPS for v in (
+                value.values() if type(value) is dict else value)):
+            alias = True
+    if x.__dict__ and "__wrapped__" not in x.__dict__:  # (attributes set on it; not
+        # the ones functools.wraps copied from the function it wraps)
+        _walk_dict(x.__dict__, out, seen, depth, checks)
+    g = x.__globals__
+    if str(g.get("__name__", "")).startswith("scg."):  # (scg's globals are its code)
+        return
+    for name in names:
+        value = g.get(name, _MISSING)
+        checks.append((_ITEM, g, name, value))
+        if value is not _MISSING:
+            out.append(name)
+            _walk(value, out, seen, depth, checks)
+            if id(value) in _LOOKUPS:
+                alias = True
+    if dynamic or alias:
+        _walk_dynamic(x, dynamic, alias, names, attributes, out, seen, depth, checks)
+
+
 def _read(x, name, default):
     """getattr(x, name, default), for objects whose __getattr__ raises something else than
     AttributeError for a missing name: such an object cannot be fingerprinted (the call
@@ -504,6 +541,10 @@ def _walk_module(module, names, out, seen, depth, checks):
         value = attrs.get(attr, _MISSING)
         if not user and (value is _MISSING or (callable(value) and not isinstance(
                 value, types.ModuleType))):
+            continue
+        if value is sys.modules:  # (what code looks up there: _walk_dynamic's part; as
+            # a container of modules, it would be walked by every name the code reads)
+            out.append(attr)
             continue
         checks.append((_ITEM, attrs, attr, value))
         if value is _MISSING:
@@ -578,6 +619,10 @@ def _walk_dict(x, out, seen, depth, checks):
         raise TooMuch
     out.append((dict, len(x)))
     checks.append((_LEN, x, len(x), None))
+    keys = _exact_keys(x)
+    if keys is not None:  # (a key replaced by an equal one, 0.0 by -0.0 or 1 by True, is
+        # found by the item's check under the old key: the keys by type and bits too)
+        checks.append((_KEYS, x, keys, None))
     for k, v in list(x.items()):
         # (atoms by type and bits: {"s": 0.0} and {"s": -0.0} are equal dicts)
         out.append(_atom(k) if type(k) in _ATOMS else id(k))
@@ -586,6 +631,14 @@ def _walk_dict(x, out, seen, depth, checks):
             out.append(_atom(v))
         else:
             _walk(v, out, seen, depth, checks)
+
+
+def _exact_keys(x):
+    """A dict's keys by type and bits, or None when they are all strings (which compare
+    exactly by ==)."""
+    if all(type(k) is str for k in x):
+        return None
+    return tuple(_exact(k) for k in x)
 
 
 _EVERY_NAME = None  # (the attributes a module walk reads: all of them)
@@ -845,10 +898,12 @@ def _global_names(code):
 
 
 def generators_reachable(x):
-    """The numpy Generators a call can reach through its function and arguments."""
+    """The numpy Generators and Python random.Random instances a call can reach through
+    its function and arguments, as two lists."""
     checks = []
     try:
         _walk(x, [], set(), 0, checks)
     except Exception:  # (TooMuch, or an object the walk cannot read: the ones found)
         pass
-    return [c[1] for c in checks if c[0] == _GENERATOR]
+    return ([c[1] for c in checks if c[0] == _GENERATOR],
+            list({id(c[1]): c[1] for c in checks if c[0] == _PYTHON_RANDOM}.values()))

@@ -17,7 +17,8 @@ from ..core import effects, pytree
 from ..core.random_state import (global_random_position, position_keeper,
                                  python_random_position, restore_position, save_position)
 from ..core.tape import THREAD, Tracer, new_level
-from .fingerprint import BUDGET, TooMuch, Watch, fingerprint, generators_reachable
+from .fingerprint import (BUDGET, TooMuch, Watch, _atom, _exact, fingerprint,
+                          generators_reachable)
 from .recording import ACTIVE, Var, _Recording, compile_program, generators_of, same
 
 _RECORDINGS_PER_KEY = 4  # recordings that never repeat themselves: stop trying
@@ -206,8 +207,9 @@ class Jitted:
     def _record(self, entry, args, kwargs, leaves, treedef):
         self.stats["recordings"] += 1
         entry.recordings += 1
-        reachable = generators_reachable((self.fn, args, kwargs))
+        reachable, python_generators = generators_reachable((self.fn, args, kwargs))
         positions = [save_position(g) for g in reachable]
+        python_positions = [r.getstate() for r in python_generators]
         global_random = global_random_position()
         python_random = python_random_position()
         with new_level() as level:
@@ -242,6 +244,8 @@ class Jitted:
                 rec.restore_generators()  # (the run afresh draws what this one drew)
                 for g, position in zip(reachable, positions):
                     restore_position(g, position)
+                for r, position in zip(python_generators, python_positions):
+                    r.setstate(position)
                 entry.failures += 1
                 if entry.failures >= 2:  # (once may be the input's fault: try again later)
                     entry.refused = entry.error
@@ -265,6 +269,10 @@ class Jitted:
             if id(g) not in drawn and _position(g) != _same_form(before):
                 rec.refuse("the function draws from a numpy Generator itself (not through "
                            "scg.sample): a replay would repeat its numbers")
+        if any(r.getstate() != p for r, p in zip(python_generators, python_positions)):
+            rec.refuse("the function draws from a random.Random it holds: a replay would "
+                       "repeat its numbers; draw with scg.sample or from a numpy Generator "
+                       "passed in")
         if python_random_position() != python_random:
             rec.refuse("the function draws from Python's random module (random.random and "
                        "the like): a replay would repeat its numbers; draw with scg.sample "
@@ -489,7 +497,12 @@ def _collect(x, traced, spec):
         spec.append(x.dtype)
         return True
     if t is dict:
-        spec.append((dict, tuple(x)))
+        keys = tuple(x)
+        for k in keys:
+            if type(k) is not str:  # (keys by type and bits: 0.0 and -0.0 are one key)
+                keys = tuple(_exact(k) for k in keys)
+                break
+        spec.append((dict, keys))
         for v in x.values():
             if type(v) is np.ndarray:
                 traced.append(v)
@@ -506,10 +519,10 @@ def _collect(x, traced, spec):
                 return False
         spec.append(_END)
         return True
-    if t is float:  # (by its bits: -0.0 is not 0.0)
-        spec.append((t, x.hex()))
+    if t is float or t is complex:  # (by type and bits: -0.0 is not 0.0, nor -nan nan)
+        spec.append(_atom(x))
         return True
-    if t is int or t is complex or t is bool:  # (by value: part of the key)
+    if t is int or t is bool:  # (by value: part of the key)
         spec.append((t, x))
         return True
     if isinstance(x, np.generic) and t is not np.bool_:
@@ -526,7 +539,7 @@ def _freeze(treedef):
     kind, children = treedef
     if kind is dict or isinstance(kind, type):
         if kind is dict:
-            return (dict, tuple((k, _freeze(c)) for k, c in children))
+            return (dict, tuple((_exact(k), _freeze(c)) for k, c in children))
         return (kind, tuple(_freeze(c) for c in children))
     node = kind
     fixed = getattr(node, "fixed", None)

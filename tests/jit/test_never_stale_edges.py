@@ -13,6 +13,7 @@ the same change in between, and compares every call.
 
 import importlib
 import math
+import random
 import sys
 import types
 
@@ -451,3 +452,128 @@ def test_functions_without_computed_names_check_no_more():
     def simple(x):
         return K * np.sum(x)
     assert F._dynamic_names(simple.__code__) == frozenset()
+
+
+# ---------------------------------------------------------------- Python's random.Random
+def _python_random_steps():
+    """name -> () -> (step, change): a step whose branch a random.Random it holds decides
+    (two recordings agree half the time: only the generator's moved state tells)."""
+    def instance():
+        rng = random.Random(0)
+        g = _grad_of(lambda: 1.0)
+        return (lambda th: g(th) * (1.0 if rng.random() < 0.5 else 2.0)), lambda: None
+
+    def bound_method():  # (rng.random is a builtin method: followed to its generator)
+        coin = random.Random(1).random
+        g = _grad_of(lambda: 1.0)
+        return (lambda th: g(th) * (1.0 if coin() < 0.5 else 2.0)), lambda: None
+
+    def python_method():  # (rng.choice is a Python method of random.Random)
+        choose = random.Random(2).choice
+        g = _grad_of(lambda: 1.0)
+        return (lambda th: g(th) * choose([1.0, 2.0])), lambda: None
+
+    def in_an_object():
+        holder = types.SimpleNamespace(rng=random.Random(3))
+        g = _grad_of(lambda: 1.0)
+        return (lambda th: g(th) * (1.0 if holder.rng.random() < 0.5 else 2.0)), \
+            lambda: None
+    return {"instance": instance, "bound method": bound_method,
+            "Python method": python_method, "in an object": in_an_object}
+
+
+@pytest.mark.parametrize("name", list(_python_random_steps()))
+def test_python_random_instance_gives_eager_numbers(name):
+    jitted, _ = _compare(_python_random_steps()[name], before=6, after=6)
+    assert jitted.stats["replays"] == 0
+    assert "random.Random it holds" in jitted.explain()
+
+
+def test_python_random_instance_unused_still_replays():
+    """A random.Random the function reaches but does not draw from stops nothing."""
+    def make():
+        rng = random.Random(0)
+        unused = [rng]
+        g = _grad_of(lambda: 1.0 + 0 * len(unused))
+        return g, lambda: None
+    jitted, replays_after = _compare(make)
+    assert replays_after > 0
+
+
+def test_system_random_runs_afresh():
+    def make():
+        rng = random.SystemRandom()
+        g = _grad_of(lambda: 1.0)
+        return (lambda th: g(th) * (1.0 if rng.random() < 2.0 else 2.0)), lambda: None
+    jitted, _ = _compare(make)
+    assert jitted.stats["replays"] == 0
+    assert "SystemRandom" in jitted.explain()
+
+
+# ---------------------------------------------------------------- modules held in containers
+@pytest.mark.parametrize("holder", ["list", "dict", "object"])
+def test_module_held_in_a_container_is_watched_by_attribute(holder):
+    def make():
+        cfg = types.ModuleType("scg_test_edges_held")
+        cfg.K = 1.0
+        if holder == "list":
+            held = [cfg]
+            read = lambda: held[0].K
+        elif holder == "dict":
+            held = {"m": cfg}
+            read = lambda: held["m"].K
+        else:
+            held = types.SimpleNamespace(settings=cfg)
+            read = lambda: held.settings.K
+        return _grad_of(read), lambda: setattr(cfg, "K", 3.0)
+    jitted, replays_after = _compare(make)
+    assert jitted.stats["replays"] > 0 and replays_after > 0
+
+
+# ---------------------------------------------------------------- keys and arguments by bits
+@pytest.mark.parametrize("old, new", [(0.0, -0.0), (1, True), ((0.0, 1), (-0.0, 1))])
+def test_dict_key_replaced_by_an_equal_one_is_a_change(old, new):
+    def make():
+        d = {old: 1.0}
+
+        def first():
+            k = next(iter(d))
+            k = k[0] if type(k) is tuple else k
+            return np.arctan2(k, -1.0) + (3.0 if type(k) is bool else 0.0)
+
+        def change():
+            d.clear()
+            d[new] = 1.0
+        return _grad_of(first), change
+    jitted, replays_after = _compare(make)
+    assert jitted.stats["replays"] > 0 and replays_after > 0
+
+
+def _sign_of(c):
+    if type(c) is complex:
+        return np.arctan2(c.imag, -1.0)
+    return np.copysign(1.0, c)
+
+
+@pytest.mark.parametrize("old, new", [(0j, -0j), (complex(1, 0.0), complex(1, -0.0)),
+                                      (math.nan, -math.nan), (0.0, -0.0)])
+@pytest.mark.parametrize("how", ["positional", "in a dict", "keyword", "dict key"])
+def test_arguments_equal_but_different_are_other_keys(old, new, how):
+    def step(theta, c=None):
+        if type(c) is dict:
+            (k, v), = c.items()
+            c = k if how == "dict key" else v
+        return theta * _sign_of(c)
+
+    def call(f, c):
+        theta = np.array([1.0])
+        if how == "positional":
+            return f(theta, c)
+        if how == "keyword":
+            return f(theta, c=c)
+        return f(theta, {c: 1} if how == "dict key" else {"c": c})
+
+    jitted = scg.jit(step)
+    for c in [old] * 4 + [new] * 3:
+        assert_same(call(step, c), call(jitted, c))
+    assert jitted.stats["replays"] > 0
