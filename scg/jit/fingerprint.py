@@ -367,8 +367,8 @@ def _walk(x, out, seen, depth, checks):
     if isinstance(x, dict):
         out.append(t)
         _walk_dict(x, out, seen, depth, checks)
-        if t is not dict and hasattr(x, "__dict__"):
-            _walk_dict(vars(x), out, seen, depth, checks)
+        if t is not dict:
+            _walk_subclass(x, out, seen, depth, checks)
         return
     if t is set or t is frozenset:
         frozen = frozenset(x)
@@ -415,8 +415,8 @@ def _walk(x, out, seen, depth, checks):
         for k, v in enumerate(x):
             checks.append((_INDEX, x, k, v))
             _walk(v, out, seen, depth, checks)
-        if t is not list and t is not collections.deque and hasattr(x, "__dict__"):
-            _walk_dict(vars(x), out, seen, depth, checks)
+        if t is not list and t is not collections.deque:
+            _walk_subclass(x, out, seen, depth, checks)
         return
     if _read(x, "__fingerprint_attrs__", None) is not None and not isinstance(x, type):
         out.append(t)
@@ -452,6 +452,16 @@ def _walk(x, out, seen, depth, checks):
         return
     raise Opaque(f"a {_type_name(t)} it reads (its contents are out of scg.jit's reach: "
                  "pass what the call needs from it as an argument)")
+
+
+def _walk_subclass(x, out, seen, depth, checks):
+    """A dict's or a list's subclass: its attributes, and a user's class's methods (a
+    __getitem__ or a get of its own may read anything)."""
+    if hasattr(x, "__dict__"):
+        _walk_dict(vars(x), out, seen, depth, checks)
+    t = type(x)
+    if _user_module_name(t.__module__):
+        _walk_class(t, out, seen, depth, checks)
 
 
 def _walk_function(x, code, out, seen, depth, checks):

@@ -178,7 +178,9 @@ class Case:
 
     `make()` gives a fresh estimator; `models` the MODELS it serves; `unbiased` False for a
     knowingly biased estimator (a relaxation: its `explain()` must say so); `second_order`
-    whether scg.hessian through it is right (else it must raise scg.EstimatorError); `n`
+    whether scg.hessian through it is right (for a relaxation: the Hessian of its relaxed
+    objective, the derivative of its gradient at the same noise), else it must raise
+    scg.EstimatorError; `n`
     the draws per estimate of the unbiasedness test; `exact` for a sum with no variance."""
     id: str
     make: object
@@ -198,6 +200,14 @@ ESTIMATORS = [
          ("normal", "coins", "choice"), second_order=True),
     Case("score_antithetic", lambda: scg.Score(antithetic=True), ("normal",),
          second_order=True),
+    Case("score_loo_antithetic", lambda: scg.Score("loo", antithetic=True), ("normal",),
+         second_order=True),
+    Case("score_constant", lambda: scg.Score(scg.baselines.Constant(0.5)),
+         ("normal", "coins", "choice"), second_order=True),
+    Case("score_mean", lambda: scg.Score(scg.baselines.Mean()), ("coins", "choice"),
+         unbiased=False),
+    Case("score_grpo", lambda: scg.Score(scg.baselines.GRPO()), ("coins", "choice"),
+         unbiased=False),
     Case("pathwise", lambda: scg.Pathwise(), ("normal", "iwae_normal"), second_order=True),
     Case("pathwise_dreg", lambda: scg.Pathwise(dreg=True), ("iwae_normal",)),
     Case("pathwise_antithetic", lambda: scg.Pathwise(antithetic=True), ("normal",),
@@ -218,7 +228,7 @@ ESTIMATORS = [
     Case("enumerate", lambda: scg.Enumerate(), ("coins", "choice"), second_order=True,
          n=2, exact=True),
     Case("gumbel_softmax", lambda: scg.GumbelSoftmax(temperature=0.5), ("coins", "choice"),
-         unbiased=False),
+         unbiased=False, second_order=True),
     Case("gumbel_softmax_hard", lambda: scg.GumbelSoftmax(temperature=0.5, hard=True),
          ("coins", "choice"), unbiased=False),
     Case("hand_written_loo", HandWrittenLeaveOneOut, ("normal", "coins", "choice")),

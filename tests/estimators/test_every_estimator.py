@@ -7,6 +7,8 @@ a pickled expectation continues where the original is; expectations in threads g
 what they give alone. A knowingly biased estimator says so in `explain()`.
 """
 
+import warnings
+
 import cloudpickle
 
 import numpy as np
@@ -46,11 +48,29 @@ def test_unbiased_against_the_exact_gradient(case, model):
 
 @pytest.mark.parametrize("case, model", PAIRS, ids=IDS)
 def test_second_derivatives_or_a_clear_error(case, model):
-    if not case.second_order:
-        if not case.unbiased:
-            pytest.skip("a relaxation: the Hessian of its relaxed objective")
+    if not case.second_order and case.unbiased:
         with pytest.raises(scg.EstimatorError, match="first derivatives only"):
             scg.hessian(_expectation(case, model, n=100))(model.theta)
+        return
+    if not case.second_order:  # (knowingly biased: a clear error, or its bias warned of)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                scg.hessian(_expectation(case, model, n=100))(model.theta)
+            except scg.EstimatorError as error:
+                assert "first derivatives only" in str(error)
+                return
+        assert any(issubclass(w.category, scg.BiasWarning) for w in caught), case.id
+        return
+    if not case.unbiased:
+        # a relaxation: the Hessian of its relaxed objective, which at the same noise is
+        # the derivative of its gradient (no expectation to compare with)
+        h = scg.hessian(_expectation(case, model, n=200, seed=1))(model.theta)
+        step = 1e-5
+        fd = np.stack([(scg.grad(_expectation(case, model, n=200, seed=1))(model.theta + step * e)
+                        - scg.grad(_expectation(case, model, n=200, seed=1))(model.theta - step * e))
+                       / (2 * step) for e in np.eye(len(model.theta))], axis=-1)
+        np.testing.assert_allclose(h, fd, rtol=1e-6, atol=1e-8)
         return
     if case.exact:
         h = scg.hessian(_expectation(case, model))(model.theta)
@@ -119,3 +139,20 @@ def test_threads_give_what_each_gives_alone(case, model):
     together = run_in_threads(*[lambda s=s: job(s) for s in range(4)])
     for a, b in zip(alone, together):
         np.testing.assert_array_equal(np.array(a), np.array(b))
+
+
+def test_the_registry_holds_every_estimator_and_baseline():
+    """Every estimator scg exports and every baseline of scg.baselines has a Case: a new
+    one joins the generic tests with one line in tests/estimators/registry.py."""
+    import inspect
+    from .registry import ESTIMATORS
+    made = [case.make() for case in ESTIMATORS]
+    kinds = {type(e) for e in made} | {type(getattr(e, "baseline", None)) for e in made}
+    estimators = {getattr(scg.estimators, name) for name in scg.estimators.__all__}
+    estimators = {c for c in estimators if inspect.isclass(c) and
+                  issubclass(c, scg.estimators.Estimator) and c is not scg.estimators.Estimator}
+    baselines = {c for _, c in inspect.getmembers(scg.baselines, inspect.isclass)
+                 if issubclass(c, scg.baselines.Baseline) and c is not scg.baselines.Baseline
+                 and c.__module__ == scg.baselines.__name__}
+    assert estimators and baselines
+    assert not (estimators | baselines) - kinds, (estimators | baselines) - kinds

@@ -83,7 +83,7 @@ class _Settings:
     scale = 2.0
 
 
-def test_class_attribute_read_through_a_global_class_is_not_seen():
+def test_class_attribute_read_through_a_global_class_is_seen():
     """`x * _Settings.scale`; then `_Settings.scale = 5.0`: a class read as a global is
     walked too, and the replay gives x * 5."""
     try:
@@ -92,7 +92,7 @@ def test_class_attribute_read_through_a_global_class_is_not_seen():
         _Settings.scale = 2.0
 
 
-def test_class_held_as_another_classes_attribute_is_not_seen():
+def test_class_held_as_another_classes_attribute_is_seen():
     """A model class holding its configuration class (`cfg = Config`): the configuration
     class is walked too, so Config.scale = 3.0 is seen."""
     class Config:
@@ -108,7 +108,7 @@ def test_class_held_as_another_classes_attribute_is_not_seen():
     _stale_after(lambda x: m(x), lambda: setattr(Config, "scale", 3.0))
 
 
-def test_dataclass_default_read_on_the_class_is_not_seen():
+def test_dataclass_default_read_on_the_class_is_seen():
     @dataclasses.dataclass
     class Hyper:
         lr: float = 2.0
@@ -116,7 +116,7 @@ def test_dataclass_default_read_on_the_class_is_not_seen():
     _stale_after(lambda x: x * Hyper.lr, lambda: setattr(Hyper, "lr", 4.0))
 
 
-def test_metaclass_attribute_is_not_seen():
+def test_metaclass_attribute_is_seen():
     class Meta(type):
         factor = 2.0
 
@@ -130,7 +130,7 @@ def test_metaclass_attribute_is_not_seen():
 _G = 2.0
 
 
-def test_dunder_method_reading_a_global_is_not_seen():
+def test_dunder_method_reading_a_global_is_seen():
     class Box:
         def __getitem__(self, k):
             return _G * k
@@ -146,7 +146,7 @@ def test_dunder_method_reading_a_global_is_not_seen():
         globals()["_G"] = 2.0
 
 
-def test_dunder_method_replaced_on_the_class_is_not_seen():
+def test_dunder_method_replaced_on_the_class_is_seen():
     class Box:
         def __getitem__(self, k):
             return 2.0
@@ -263,3 +263,52 @@ def test_class_changes_that_are_seen(case):
             _stale_after(lambda x: x * o.get(), lambda: setattr(_Many, "scale", 3.0))
         finally:
             _Many.scale = 2.0
+
+
+_SOURCE = {"value": 1.0}  # (read by the containers' own methods below)
+
+
+class _Lookup(dict):
+    def __getitem__(self, key):
+        return _SOURCE["value"]
+
+
+class _Settable(dict):
+    def get(self, key, default=None):
+        return _SOURCE["value"]
+
+
+class _Sequence(list):
+    def __getitem__(self, i):
+        return _SOURCE["value"]
+
+
+@pytest.mark.parametrize("container, use", [
+    (_Lookup(), lambda c, x: c["k"] * x),
+    (_Settable(a=1), lambda c, x: c.get("a") * x),
+    (_Sequence([0.0]), lambda c, x: c[0] * x),
+], ids=["dict_subclass_getitem", "dict_subclass_get", "list_subclass_getitem"])
+def test_a_container_subclass_whose_methods_read_a_global(container, use):
+    """A dict or list subclass of the user's whose methods read a global: a change of
+    that global is seen (the class's methods are part of the fingerprint)."""
+    try:
+        _stale_after(lambda x: use(container, x), lambda: _SOURCE.update(value=5.0))
+    finally:
+        _SOURCE["value"] = 1.0
+
+
+def test_library_container_subclasses_still_replay():
+    """OrderedDict, defaultdict and a namedtuple reached by the function replay as before
+    (only a user's own container classes are walked for their methods)."""
+    import collections
+    point = collections.namedtuple("point", "a b")(2.0, 3.0)
+    ordered = collections.OrderedDict(k=4.0)
+    default = collections.defaultdict(float, k=5.0)
+
+    def f(x):
+        return point.a * ordered["k"] * default["k"] * x
+    jitted = scg.jit(f)
+    x = np.arange(3.0)
+    for _ in range(4):
+        assert same(jitted(x), f(x))
+    assert jitted.stats["replays"] >= 1, jitted.explain()

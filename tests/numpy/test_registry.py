@@ -6,15 +6,15 @@ from hypothesis import HealthCheck, given, settings
 from scg.core.tape import Box, Primitive
 from scg.numpy import dispatch
 from scg.numpy import rules as R
-from .gradcheck import check_grads
-from .registry import CASES, INSPECT, JUMPS, REGISTRY
+from tests.core.gradcheck import check_grads
+from tests.numpy.registry import CASES, INSPECT, JUMPS, REGISTRY
 
 
 def test_every_dispatched_numpy_function_is_registered():
     dispatched = set(dispatch.UFUNCS) | set(dispatch.FUNCTIONS)
     missing = dispatched - set(REGISTRY) - JUMPS - INSPECT
     assert not missing, (f"dispatched without a gradient test: {sorted(f.__name__ for f in missing)}; "
-                         "add a Case to tests/core/registry.py (or to JUMPS / INSPECT)")
+                         "add a Case to tests/numpy/registry.py (or to JUMPS / INSPECT)")
 
 
 def test_jumps_and_inspections_are_not_differentiable_entries():

@@ -6,7 +6,7 @@ import pytest
 
 import scg
 
-from .gradcheck import check_grads
+from tests.core.gradcheck import check_grads
 
 CASES = [
     ("ii->", [(3, 3)]),                       # trace

@@ -9,7 +9,7 @@ import pytest
 
 import scg
 
-from .exact import numeric_grad, numeric_hessian, sig
+from tests.estimators.exact import numeric_grad, numeric_hessian, sig
 
 W = np.array([1.0, -0.5, 2.0, 0.3, -1.2, 0.8])
 

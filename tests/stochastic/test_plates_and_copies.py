@@ -8,7 +8,7 @@ import pytest
 
 import scg
 
-from .exact import numeric_grad, sig
+from tests.estimators.exact import numeric_grad, sig
 
 W = np.array([0.5, -1.0, 2.0])
 

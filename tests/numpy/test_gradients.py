@@ -5,8 +5,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from .gradcheck import check_grads
-from .registry import CASES, case_id
+from tests.core.gradcheck import check_grads
+from tests.numpy.registry import CASES, case_id
 
 EXAMPLES = 8
 

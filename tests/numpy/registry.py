@@ -4,7 +4,7 @@
 list of `Case`s: the function to check, a hypothesis strategy for its shapes and settings
 (broadcasting pairs included), and a sampler per argument that keeps values inside the
 domain and away from kinks. `JUMPS` and `INSPECT` list the dispatched functions that have
-no derivative by design; tests/core/test_registry.py fails if a dispatched numpy function
+no derivative by design; tests/numpy/test_registry.py fails if a dispatched numpy function
 or a primitive of scg/numpy/rules.py is in none of them, so a new rule needs a test line.
 """
 
