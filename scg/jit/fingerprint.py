@@ -15,6 +15,7 @@ import dis
 import functools
 import hashlib
 import importlib
+import importlib.util
 import io
 import keyword
 import random
@@ -120,6 +121,8 @@ class Opaque(TooMuch):
 
 
 _UNREADABLE = object()
+_OBJECT_ARRAY = ("an array of Python objects it reads (its bytes are references, not the "
+                 "values: pass the values as arguments, or as arrays of numbers)")
 
 
 class _Reading(threading.local):
@@ -307,6 +310,8 @@ def _walk(x, out, seen, depth, checks):
         out.append(_atom(x))
         return
     if t is np.ndarray:
+        if x.dtype.hasobject:
+            raise Opaque(_OBJECT_ARRAY)
         if x.size > _DIGEST_LIMIT:
             data = _digest(x)
             out.append((np.ndarray, _dtype_key(x.dtype), x.shape, data))
@@ -322,20 +327,31 @@ def _walk(x, out, seen, depth, checks):
     if isinstance(x, (np.ndarray, array.array, bytearray, memoryview)) or (
             _array_like(t) and not _user_module_name(t.__module__)):
         # (an array of another kind: np.memmap, a masked array, a torch tensor; by content)
+        if getattr(getattr(x, "dtype", None), "hasobject", False):
+            raise Opaque(_OBJECT_ARRAY)
         data = _content(x)
         if data is _UNREADABLE:
             raise Opaque(f"the contents of a {_type_name(t)} it reads cannot be read as an "
                          "array (a tensor that requires grad, or on another device?)")
         out.append((t, data))
         checks.append((_CONTENT, x, data, None))
+        if _user_module_name(t.__module__):  # (a user's array class: its attributes too)
+            checks.append((_ATTR, x, "__class__", t))
+            _walk_subclass(x, out, seen, depth, checks)
         return
     if isinstance(x, np.random.Generator):
         out.append(id(x))
         checks.append((_GENERATOR, x, None, None))
         return
-    if isinstance(x, random.Random) or (t is types.BuiltinMethodType and isinstance(
-            getattr(x, "__self__", None), random.Random)):  # (rng, or rng.random)
-        x = getattr(x, "__self__", x)
+    if t is types.BuiltinMethodType or t is types.MethodWrapperType:
+        owner = getattr(x, "__self__", None)
+        if owner is not None and not isinstance(owner, (types.ModuleType, type)):
+            # (a bound method of an object, d.get, w.sum, rng.random: what it reads is its
+            # object)
+            out.append((t, x.__name__))
+            _walk(owner, out, seen, depth, checks)
+            return
+    if isinstance(x, random.Random):
         if isinstance(x, random.SystemRandom):
             raise Opaque("a random.SystemRandom it reads (its numbers cannot be replayed)")
         out.append(id(x))
@@ -370,16 +386,19 @@ def _walk(x, out, seen, depth, checks):
         if t is not dict:
             _walk_subclass(x, out, seen, depth, checks)
         return
-    if t is set or t is frozenset:
+    if isinstance(x, (set, frozenset)):
         frozen = frozenset(x)
         exact = _exact_set(frozen)
         out.append((t, exact))
-        if t is set:  # (a set of strings compares exactly by ==; numbers need their bits)
+        if t is not frozenset:  # (a set of strings compares exactly by ==; numbers need
+            # their bits)
             checks.append((_SET, x, frozen, None if all(type(v) is str for v in frozen)
                            else exact))
         for v in frozen:
             if type(v) not in _ATOMS:
                 _walk(v, out, seen, depth, checks)
+        if t is not set and t is not frozenset:
+            _walk_subclass(x, out, seen, depth, checks)
         return
     if t is types.FunctionType:
         code = x.__code__
@@ -391,21 +410,25 @@ def _walk(x, out, seen, depth, checks):
         finally:
             _READING.names = outer
         return
-    if t is functools.partial:  # (its attributes are read-only)
+    if isinstance(x, functools.partial):  # (its attributes are read-only)
         _walk(x.func, out, seen, depth, checks)
         _walk(x.args, out, seen, depth, checks)
         _walk(x.keywords, out, seen, depth, checks)
+        if t is not functools.partial:
+            _walk_subclass(x, out, seen, depth, checks)
         return
     if t is types.MethodType:
         _walk(x.__func__, out, seen, depth, checks)
         _walk(x.__self__, out, seen, depth, checks)
         return
-    if isinstance(x, tuple) and not hasattr(x, "__dict__"):  # (and namedtuples)
+    if isinstance(x, tuple):  # (and namedtuples, and a user's subclasses of them)
         if len(x) > _ITEMS:
             raise TooMuch
         out.append((t, len(x)))
         for v in x:
             _walk(v, out, seen, depth, checks)
+        if t is not tuple:
+            _walk_subclass(x, out, seen, depth, checks)
         return
     if isinstance(x, (list, collections.deque)):
         if len(x) > _ITEMS:
@@ -436,7 +459,9 @@ def _walk(x, out, seen, depth, checks):
              if name not in ("__dict__", "__weakref__")]
     if type(attrs) is dict or slots:  # (a user's object: its attributes, and its class's)
         out.append(t)
+        checks.append((_ATTR, x, "__class__", t))  # (obj.__class__ = Other)
         if type(attrs) is dict:
+            checks.append((_ATTR, x, "__dict__", attrs))  # (obj.__dict__ = {...})
             _walk_dict(attrs, out, seen, depth, checks)
         for name in slots:
             value = _read(x, name, _MISSING)
@@ -496,9 +521,20 @@ def _walk_function(x, code, out, seen, depth, checks):
         if value and any(id(v) in _LOOKUPS for v in (
                 value.values() if type(value) is dict else value)):
             alias = True
-    if x.__dict__ and "__wrapped__" not in x.__dict__:  # (attributes set on it; not
-        # the ones functools.wraps copied from the function it wraps)
-        _walk_dict(x.__dict__, out, seen, depth, checks)
+    attrs = x.__dict__
+    if attrs:  # (attributes set on it, a decorated function's too: `step.lr = 0.1`)
+        wrapped = attrs.get("__wrapped__")
+        copied = _read(wrapped, "__dict__", None) if wrapped is not None else None
+        if copied:  # (functools.wraps copied the wrapped object's attributes: a snapshot
+            # the wrapper does not read; the wrapped object is walked through its closure)
+            attrs = {k: v for k, v in attrs.items() if k != "__wrapped__" and k not in copied}
+            checks.append((_LEN, x.__dict__, len(x.__dict__), None))
+            for k, v in attrs.items():
+                checks.append((_ITEM, x.__dict__, k, v))
+                out.append(_atom(k))
+                _walk(v, out, seen, depth, checks)
+        else:
+            _walk_dict(attrs, out, seen, depth, checks)
     g = x.__globals__
     if str(g.get("__name__", "")).startswith("scg."):  # (scg's globals are its code)
         return
@@ -510,8 +546,45 @@ def _walk_function(x, code, out, seen, depth, checks):
             _walk(value, out, seen, depth, checks)
             if id(value) in _LOOKUPS:
                 alias = True
+    for name in _imported_modules(code, g.get("__package__")):
+        # (`import cfg` or `from cfg import X` inside the function: the module, by the
+        # names the code reads, as for a module it reads through a global)
+        module = sys.modules.get(name, _MISSING)
+        checks.append((_ITEM, sys.modules, name, module))
+        out.append(_atom(name))
+        if isinstance(module, types.ModuleType):
+            _walk(module, out, seen, depth, checks)
     if dynamic or alias:
         _walk_dynamic(x, dynamic, alias, names, attributes, out, seen, depth, checks)
+
+
+@functools.lru_cache(maxsize=4096)
+def _imported_modules(code, package):
+    """The modules that a code object (or a function nested in it) imports by an import
+    statement, with their parent packages (`import a.b` reads a, then a.b); relative
+    imports resolved against the function's package."""
+    found = []
+    stack = [code]
+    while stack:
+        c = stack.pop()
+        stack += [k for k in c.co_consts if isinstance(k, types.CodeType)]
+        if not c.co_names:
+            continue
+        ops = list(dis.get_instructions(c))
+        for k, ins in enumerate(ops):
+            if ins.opname != "IMPORT_NAME":
+                continue
+            level = next((o.argval for o in reversed(ops[max(0, k - 3):k])
+                          if o.opname == "LOAD_CONST" and type(o.argval) is int), 0)
+            name = ins.argval
+            if level:
+                try:
+                    name = importlib.util.resolve_name("." * level + name, package)
+                except (ImportError, ValueError, AttributeError):
+                    continue
+            parts = name.split(".")
+            found += [".".join(parts[:i + 1]) for i in range(len(parts))]
+    return tuple(dict.fromkeys(found))
 
 
 def _read(x, name, default):
@@ -549,8 +622,13 @@ def _walk_module(module, names, out, seen, depth, checks):
             continue
         seen.add((id(module), attr))
         value = attrs.get(attr, _MISSING)
-        if not user and (value is _MISSING or (callable(value) and not isinstance(
-                value, types.ModuleType))):
+        if not user and value is _MISSING:
+            continue
+        if not user and callable(value) and not isinstance(value, types.ModuleType):
+            # (a library's function or class: by identity, not followed; replaced by a
+            # user, np.tanh = np.sin, it is another one)
+            checks.append((_ITEM, attrs, attr, value))
+            out.append(id(value))
             continue
         if value is sys.modules:  # (what code looks up there: _walk_dynamic's part; as
             # a container of modules, it would be walked by every name the code reads)

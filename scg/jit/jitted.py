@@ -9,6 +9,7 @@ the fingerprint of the function (`fingerprint.py`).
 
 import functools
 import re
+import sys
 import types
 
 import numpy as np
@@ -180,7 +181,17 @@ class Jitted:
         return self._record(entry, args, kwargs, leaves, treedef)
 
     def __reduce__(self):
-        # (pickled as the function and its settings: recordings belong to one process)
+        # (pickled as the function and its settings: recordings belong to one process;
+        # `@scg.jit` on a function of an importable module: by its name there, as pickle
+        # pickles functions, since that name now holds this object)
+        module = getattr(self.fn, "__module__", None)
+        name = getattr(self.fn, "__qualname__", "")
+        if module not in (None, "__main__") and "<" not in name:
+            found = sys.modules.get(module)
+            for part in name.split("."):
+                found = getattr(found, part, None)
+            if found is self:
+                return name
         return (Jitted, (self.fn, self.validate))
 
     def __get__(self, obj, objtype=None):
@@ -205,6 +216,12 @@ class Jitted:
         return out if entry.built else pytree.unflatten(entry.out_def, list(out))
 
     def _record(self, entry, args, kwargs, leaves, treedef):
+        if any(isinstance(leaf, np.ndarray) and leaf.dtype.fields is not None
+               for leaf in leaves):
+            entry.refused = ("an argument is a structured array (its fields, read by name, "
+                             "are not recorded): pass its fields as arrays of their own")
+            self.stats["eager"] += 1
+            return self.fn(*args, **kwargs)
         self.stats["recordings"] += 1
         entry.recordings += 1
         reachable, python_generators = generators_reachable((self.fn, args, kwargs))

@@ -55,3 +55,9 @@ def bernoulli_normal_model(logit):
 def categorical_model(logits):
     k = scg.sample("k", scg.Categorical(logits=logits))
     return scg.take(np.array([1.0, 5.0, 2.0]), k, axis=0) ** 2
+
+
+@scg.jit
+def doubled(x):
+    """A jitted function of a module, as `@scg.jit` on a training step."""
+    return 2.0 * x

@@ -11,6 +11,8 @@ vars(mod), mod.__dict__) are watched. Each test calls a function eagerly and jit
 the same change in between, and compares every call.
 """
 
+import collections
+import functools
 import importlib
 import math
 import random
@@ -577,3 +579,226 @@ def test_arguments_equal_but_different_are_other_keys(old, new, how):
     for c in [old] * 4 + [new] * 3:
         assert_same(call(step, c), call(jitted, c))
     assert jitted.stats["replays"] > 0
+
+
+# ---------------------------------------------------------------- objects of every kind
+class _Gain:
+    def gain(self):
+        return 1.0
+
+
+class _OtherGain:
+    def gain(self):
+        return 3.0
+
+
+class _ScaledArray(np.ndarray):
+    """An array class of the user's with a setting of its own."""
+    scale = 1.0
+
+
+_PROPERTY_SOURCE = {"value": 1.0}
+
+
+class _Pair(collections.namedtuple("_PairBase", "a b")):
+    """The common "namedtuple with methods" pattern."""
+
+    @property
+    def target(self):
+        return self.a[0] * _PROPERTY_SOURCE["value"]
+
+
+class _Tags(set):
+    pass
+
+
+class _Bound(functools.partial):
+    pass
+
+
+def _object_steps():
+    """name -> () -> (step, change): the target of the cost is read through an object of
+    some kind, and the change changes what it gives."""
+    def class_reassigned():
+        obj = _Gain()
+        return _grad_of(lambda: obj.gain()), lambda: setattr(obj, "__class__", _OtherGain)
+
+    def dict_replaced():
+        obj = _Gain()
+        obj.t = 1.0
+        return _grad_of(lambda: obj.t), lambda: setattr(obj, "__dict__", {"t": 3.0})
+
+    def bound_dict_get():
+        d = {"t": 1.0}
+        get = d.get
+        return _grad_of(lambda: get("t")), lambda: d.__setitem__("t", 3.0)
+
+    def bound_array_sum():
+        w = np.array([1.0])
+        total = w.sum
+        return _grad_of(lambda: total()), lambda: w.__setitem__(0, 3.0)
+
+    def array_subclass_attribute():
+        a = np.array([1.0]).view(_ScaledArray)
+        a.scale = 1.0
+        return _grad_of(lambda: a.scale * float(a[0])), lambda: setattr(a, "scale", 3.0)
+
+    def namedtuple_subclass_field():
+        p = _Pair(np.array([1.0]), 2.0)
+        return _grad_of(lambda: p.a[0]), lambda: p.a.__setitem__(0, 3.0)
+
+    def namedtuple_subclass_property():
+        _PROPERTY_SOURCE["value"] = 1.0  # (each run starts from the same setting)
+        p = _Pair(np.array([1.0]), 2.0)
+
+        def change():
+            _PROPERTY_SOURCE["value"] = 3.0
+        return _grad_of(lambda: p.target), change
+
+    def set_subclass():
+        tags = _Tags({1.0})
+        return _grad_of(lambda: max(tags)), lambda: tags.add(3.0)
+
+    def partial_subclass():
+        scaled = _Bound(lambda v, k: v * k, k=1.0)
+        return _grad_of(lambda: scaled(1.0)), lambda: scaled.keywords.__setitem__("k", 3.0)
+
+    def wrapped_function_setting():
+        def target():
+            return 1.0
+
+        @functools.wraps(target)
+        def setting():
+            return setting.value
+        setting.value = 1.0
+        return _grad_of(lambda: setting()), lambda: setattr(setting, "value", 3.0)
+
+    return {f.__name__: f for f in (
+        class_reassigned, dict_replaced, bound_dict_get, bound_array_sum,
+        array_subclass_attribute, namedtuple_subclass_field, namedtuple_subclass_property,
+        set_subclass, partial_subclass, wrapped_function_setting)}
+
+
+@pytest.mark.parametrize("name", list(_object_steps()))
+def test_objects_of_every_kind_are_watched(name):
+    try:
+        jitted, replays_after = _compare(_object_steps()[name])
+    finally:
+        _PROPERTY_SOURCE["value"] = 1.0
+    assert jitted.stats["replays"] > 0 and replays_after > 0, jitted.explain()
+
+
+def test_an_array_subclass_argument_keys_by_its_attributes():
+    def step(theta, a):
+        return theta * a.scale
+
+    jitted = scg.jit(step)
+    theta = np.array([1.0])
+    a = np.array([1.0]).view(_ScaledArray)
+    for scale in (1.0, 1.0, 1.0, 3.0, 3.0):
+        a.scale = scale
+        assert_same(jitted(theta, a), step(theta, a))
+
+
+def test_an_object_array_runs_afresh():
+    def make():
+        held = np.empty(1, dtype=object)
+        held[0] = np.array([1.0])
+        return _grad_of(lambda: held[0][0]), lambda: held[0].__setitem__(0, 3.0)
+    jitted, _ = _compare(make)
+    assert jitted.stats["replays"] == 0
+    assert "array of Python objects" in jitted.explain()
+
+
+def test_a_library_function_replaced_is_seen():
+    original = np.tanh
+
+    def make():
+        np.tanh = original  # (each run starts from numpy's own)
+        return _grad_of(lambda: np.tanh(1.0)), lambda: setattr(np, "tanh", np.cos)
+    try:
+        jitted, replays_after = _compare(make)
+    finally:
+        np.tanh = original
+    assert jitted.stats["replays"] > 0 and replays_after > 0
+
+
+def test_threading_local_settings_are_read_per_thread():
+    """A threading.local read by the model: each thread's value, never the value of the
+    thread that recorded."""
+    import threading
+    local = threading.local()
+    theta = np.array([0.3])
+    results = {}
+
+    def calls(target, jitted):
+        local.target = target
+        return [jitted(theta) for _ in range(5)]
+
+    def model(theta):
+        x = scg.sample("x", scg.Normal(theta[0], 1.0))
+        return (x - local.target) ** 2
+    jitted = scg.jit(scg.grad(scg.expectation(model, n=5, seed=1)))
+    eager = scg.grad(scg.expectation(model, n=5, seed=1))
+    results["main"] = calls(1.0, jitted)
+    worker = threading.Thread(target=lambda: results.__setitem__("other", calls(3.0, jitted)))
+    worker.start()
+    worker.join()
+    want = calls(1.0, eager) + calls(3.0, eager)
+    assert_same(want, results["main"] + results["other"])
+    assert jitted.stats["replays"] > 0
+
+
+_LOCAL_CFG = "scg_test_edges_local_import"
+
+
+def _import_inside():
+    import scg_test_edges_local_import as cfg
+    return cfg.TARGET
+
+
+def _from_import_inside():
+    from scg_test_edges_local_import import TARGET
+    return TARGET
+
+
+@pytest.mark.parametrize("read", [_import_inside, _from_import_inside])
+def test_a_module_imported_inside_the_function_is_watched(read):
+    def make():
+        cfg = types.ModuleType(_LOCAL_CFG)
+        cfg.TARGET = 1.0
+        sys.modules[_LOCAL_CFG] = cfg
+        return _grad_of(read), lambda: setattr(cfg, "TARGET", 3.0)
+    try:
+        jitted, replays_after = _compare(make)
+    finally:
+        sys.modules.pop(_LOCAL_CFG, None)
+    assert jitted.stats["replays"] > 0 and replays_after > 0
+
+
+def test_a_structured_array_argument_runs_afresh():
+    def step(theta, d):
+        return theta * d["b"][0]
+    jitted = scg.jit(step)
+    d = np.zeros(1, dtype=[("a", "f8"), ("b", "f8")])
+    theta = np.array([1.0])
+    for b in (1.0, 1.0, 1.0, 3.0):
+        d["b"] = b
+        assert_same(jitted(theta, d), step(theta, d))
+    assert jitted.stats["replays"] == 0
+    assert "structured array" in jitted.explain()
+
+
+def test_a_jitted_function_of_a_module_pickles_with_pickle():
+    """`@scg.jit` on a module's function: pickle (multiprocessing, concurrent.futures)
+    takes it by its name, as it takes functions; cloudpickle too."""
+    import pickle
+
+    import cloudpickle
+
+    from .models import doubled
+    for _ in range(4):
+        doubled(np.ones(2))
+    assert pickle.loads(pickle.dumps(doubled)) is doubled
+    assert cloudpickle.loads(cloudpickle.dumps(doubled)) is doubled
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(doubled))(np.ones(2)), 2.0)
