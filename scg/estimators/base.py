@@ -41,8 +41,10 @@ class Estimator:
             support test; False for values of another law (a relaxation).
         draws_from_law: the site's values are draws of its distribution (not points of
             its support, which may have probability 0): a family whose draws always have
-            a finite log-probability then skips checking it. Both are read through
-            `promises`, which says whose promise counts.
+            a finite log-probability then skips checking it. A class that defines `draw`
+            makes its own promises: the ones it does not state are False on it (set when
+            the class is made, so the attribute reads what holds); a subclass that keeps
+            its parent's `draw` keeps its parent's promises.
         copies_multiply: its copies (see `copies`) are an exact sum over the site's values,
             so every copying site that meets it in a cost is evaluated at each of them
             (the copies multiply); otherwise they are branches of the run beside other
@@ -58,21 +60,22 @@ class Estimator:
     draws_from_law = False
     copies_multiply = False
 
+    _PROMISES = ("own_draws", "draws_from_law")
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "draw" in cls.__dict__:  # (a draw of its own: the parent's promises were about
+            # the parent's draws; it makes those it states, and no other)
+            for promise in Estimator._PROMISES:
+                if promise not in cls.__dict__:
+                    setattr(cls, promise, False)
+
     def promises(self, promise):
         """Does this estimator's `draw` keep `promise` ("own_draws" or "draws_from_law")?
-
-        A promise is made by the class whose `draw` is used: the first class of the method
-        resolution order that defines `draw` or sets the attribute decides. So a subclass
-        that only changes a baseline keeps its parent's promise, and one with a `draw` of
-        its own promises what it sets (nothing, unless it sets the attribute). Either way
-        a site whose `draw` returned the very values `d.sample()`, `d.noise_path()` or
+        Its attribute of that name says (see the class's docstring); besides, a site whose
+        `draw` returned the very values `d.sample()`, `d.noise_path()` or
         `d.path(d.noise())` gave keeps both promises (they are the law's draws)."""
-        for cls in type(self).__mro__:
-            if promise in cls.__dict__:
-                return bool(cls.__dict__[promise])
-            if "draw" in cls.__dict__:
-                return False
-        return False
+        return bool(getattr(self, promise))
 
     # ------------------------------------------------------------ validity and drawing
     def check(self, name, dist):

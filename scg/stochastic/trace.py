@@ -238,6 +238,12 @@ class Trace(effects.Handler):
                          f"{evaluations} evaluation{'s' if evaluations != 1 else ''} of the "
                          "model downstream per draw")
             lines += [f"      {line}" for line in est.explain_terms(s, self)]
+            if not s.own_draws and not _scg_class(type(est).draw):
+                lines.append(f"      its values are {type(est).__name__}.draw's own (not the "
+                             "ones d.sample(), d.noise_path() or d.path(d.noise()) gave, and "
+                             f"{type(est).__name__} does not promise own_draws): log_prob "
+                             "tests their support; if they are the law's draws, set "
+                             f"own_draws = True (and draws_from_law) on {type(est).__name__}")
         if self.copies:
             lines += ["", f"The run holds {self.copies.count} evaluations of each draw: "
                       f"{self.copies.describe()}. Each copying site's copies are branches "
@@ -289,6 +295,11 @@ def _split_aux(model, out, trace):
                         f"{type(out).__name__}")
     trace.aux = out[1]
     return out[0]
+
+
+def _scg_class(fn):
+    """Is fn scg's own code (not a user's estimator)?"""
+    return str(getattr(fn, "__module__", "")).startswith("scg.")
 
 
 def _in_plates(plates):

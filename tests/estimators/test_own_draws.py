@@ -117,6 +117,9 @@ def test_a_subclass_that_draws_its_own_values_promises_nothing_unless_it_says_so
     assert promised(Reweighted()) == (True, True)
     assert promised(Drawing()) == (False, False)
     assert promised(Promising()) == (True, True)
+    # the attributes read what holds: nothing reset behind them
+    assert (Drawing.own_draws, Drawing.draws_from_law) == (False, False)
+    assert (Reweighted.own_draws, Promising.draws_from_law) == (True, True)
     assert promised(scg.Enumerate()) == (True, False)
     assert promised(scg.GumbelSoftmax()) == (False, False)
     # the site's promises: Drawing's values are its own, so neither holds there
@@ -124,6 +127,12 @@ def test_a_subclass_that_draws_its_own_values_promises_nothing_unless_it_says_so
     scg.grad(E)(THETA)
     site = E.last_trace.sites["b"]
     assert not site.own_draws and not site.draws_from_law
+    # explain() says so, and how to promise it
+    assert "set own_draws = True" in E.last_trace.explain()
+    E = scg.expectation(_model(Promising()), n=4, seed=0)
+    scg.grad(E)(THETA)
+    assert E.last_trace.sites["b"].draws_from_law
+    assert "set own_draws" not in E.last_trace.explain()
 
     class Coin(scg.Bernoulli):
         def log_prob(self, value):
