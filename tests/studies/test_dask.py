@@ -348,12 +348,24 @@ def test_a_jitted_step_and_a_blackbox_model_round_trip_through_cloudpickle():
     assert replays, step.explain()  # (the worked example replays)
 
 
-def test_compare_of_a_blackbox_model_on_the_cluster(client):
+@pytest.mark.parametrize("jitted", [False, True], ids=["model", "jitted_model"])
+def test_compare_of_a_blackbox_model_on_the_cluster(client, jitted):
+    """A blackbox model, and the same model under scg.jit after it replayed (a jitted
+    function holds locks and recordings: it pickles as its function and settings)."""
     theta = np.array([0.3, -0.4])
     kwargs = dict(estimators={"score": "score", "loo": scg.Score("loo")}, n=4_000,
                   chunk=1_000, seed=5)
-    remote = scg.compare(_blackbox_model(), theta, client=client, **kwargs)
-    assert_rows_equal(remote, scg.compare(_blackbox_model(), theta, **kwargs))
+    model = _blackbox_model()
+    if jitted:
+        model = scg.jit(model)
+        step = scg.jit(scg.grad(scg.expectation(worked_example(), n=50, seed=0)))
+        for _ in range(4):
+            step(THETA)
+        assert step.stats["replays"] > 0
+        kwargs["estimators"]["loo_again"] = scg.Score("loo")
+        model.step = step  # (a replayed jitted function reached by the model)
+    remote = scg.compare(model, theta, client=client, **kwargs)
+    assert_rows_equal(remote, scg.compare(model, theta, **kwargs))
 
 
 def _multi_sample_models():
