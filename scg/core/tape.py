@@ -153,16 +153,51 @@ def _note_dropped(prim, level):
 class Tracer:
     """Base of values that intercept primitive calls (Box, per-sample values).
 
-    Every tracer has `.value` (the value it wraps) and `.level`.
+    Every tracer has `.value` (the value it wraps) and `.level`. Its Python operators,
+    array methods and numpy protocols are the array layer's (`register_array_methods`):
+    each tracer class takes those it does not define itself.
     """
 
     __slots__ = ("level",)
     floor = False  # a value held by an effect handler (core/effects.py): loops that
     # unwrap tracers stop at it
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        _TRACER_CLASSES.append(cls)
+        _take_array_methods(cls, _ARRAY_METHODS)
+
     @staticmethod
     def process(prim, args, kwargs, level):  # pragma: no cover - abstract
         raise NotImplementedError
+
+
+_ARRAY_METHODS = {}   # name -> method or property of every tracer class
+_OWN_METHODS = {}     # class -> the methods registered for that class alone
+_TRACER_CLASSES = []
+
+
+def register_array_methods(methods, cls=None):
+    """The layer that defines the array operations (scg/numpy) gives traced values their
+    Python operators (`x + y`), array methods (`x.sum()`, `x.T`) and numpy protocols:
+    `methods` maps names to functions or properties. Every tracer class, those defined
+    later included, takes the ones it does not define itself; with `cls`, that class alone
+    takes them, over the others (Box's direct recording path for `+`)."""
+    if cls is None:
+        _ARRAY_METHODS.update(methods)
+        for c in _TRACER_CLASSES:
+            _take_array_methods(c, methods)
+    else:
+        _OWN_METHODS.setdefault(cls, {}).update(methods)
+        for name, method in methods.items():
+            setattr(cls, name, method)
+
+
+def _take_array_methods(cls, methods):
+    own = _OWN_METHODS.get(cls, {})
+    for name, method in methods.items():
+        if name not in cls.__dict__ and name not in own:
+            setattr(cls, name, method)
 
 
 class Primitive:

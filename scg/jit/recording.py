@@ -40,7 +40,6 @@ from ..core.effects import Handler, State
 from ..core.lowering import INLINE
 from ..core.random_state import restore_position, save_position
 from ..core.tape import Tracer, strip
-from ..numpy.dispatch import install_array_methods
 
 
 class _Active(threading.local):
@@ -652,6 +651,3 @@ def _live(body, out_exprs):
             needed.update(token.findall(line))
             keep.append(line)
     return list(reversed(keep))
-
-
-install_array_methods(Var)  # (numpy's methods on recorded values, as on boxes)

@@ -4,15 +4,16 @@ import operator
 
 import numpy as np
 
-from ..core.tape import Box, Tracer, box_operator
+from ..core.tape import Box, Tracer, box_operator, register_array_methods
 from . import rules as R
 from . import plain_rules  # noqa: F401  (registers the first-order twins)
-from .dispatch import UFUNCS, install_array_methods
+from .dispatch import UFUNCS, array_methods
 
-Box.shape = property(lambda b: R.shape(b.value))
-Box.dtype = property(lambda b: b.value.dtype if isinstance(b.value, Tracer)
-                    else np.result_type(b.value))
-install_array_methods(Box)
+register_array_methods(array_methods())
+_box_methods = {
+    "shape": property(lambda b: R.shape(b.value)),
+    "dtype": property(lambda b: b.value.dtype if isinstance(b.value, Tracer)
+                      else np.result_type(b.value))}
 
 
 def _either_order(prim, forward, reflected):
@@ -38,6 +39,7 @@ for _ufunc, _name, _prim, _scalar_op in [
         (np.power, "pow", R.power, None), (np.matmul, "matmul", R.matmul, None)]:
     _forward = box_operator(_prim, _scalar_op)
     _reflected = box_operator(_prim, _scalar_op, reflected=True)
-    setattr(Box, f"__{_name}__", _forward)
-    setattr(Box, f"__r{_name}__", _reflected)
+    _box_methods[f"__{_name}__"] = _forward
+    _box_methods[f"__r{_name}__"] = _reflected
     UFUNCS[_ufunc] = _either_order(_prim, _forward, _reflected)
+register_array_methods(_box_methods, cls=Box)

@@ -2,7 +2,7 @@
 
 `UFUNCS` and `FUNCTIONS` map numpy callables to scg implementations; any
 tracer class gets the numpy protocol and Python operators from
-`install_array_methods`. A numpy function with no entry raises TypeError.
+`array_methods`. A numpy function with no entry raises TypeError.
 """
 
 import operator
@@ -253,9 +253,10 @@ def array_function(self, func, types, args, kwargs):
     return impl(*args, **kwargs)
 
 
-def install_array_methods(cls):
-    """Give a tracer class Python operators, array methods and the numpy protocols."""
-    methods = {
+def array_methods():
+    """The Python operators, array methods and numpy protocols of traced values (registered
+    with the tape by scg/numpy/__init__.py: every tracer class takes them)."""
+    return {
         "__array_ufunc__": array_ufunc,
         "__array_function__": array_function,
         "__add__": lambda a, b: R.add(a, b), "__radd__": lambda a, b: R.add(b, a),
@@ -300,9 +301,6 @@ def install_array_methods(cls):
         "argmax": lambda a, axis=None: R.argmax(a, axis=axis),
         "argmin": lambda a, axis=None: R.argmin(a, axis=axis),
     }
-    for name, fn in methods.items():
-        if name not in cls.__dict__:
-            setattr(cls, name, fn)
 
 
 def _unsized():

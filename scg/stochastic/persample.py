@@ -15,7 +15,7 @@ import numpy as np
 from ..core.tape import Tracer, strip
 from ..errors import TracingError
 from ..numpy import rules as R
-from ..numpy.dispatch import FUNCTIONS, array_function, install_array_methods
+from ..numpy.dispatch import FUNCTIONS, array_function
 from .runtime import RUNTIME
 
 
@@ -143,7 +143,6 @@ class PerSample(Tracer):
         return result
 
 
-install_array_methods(PerSample)
 
 def _is_ps(a, level):
     return type(a) is PerSample and a.level == level
