@@ -15,10 +15,11 @@ parameters, the gradient of mean(|g|^2) is an unbiased estimate of the gradient 
 variance of the estimate an optimizer of the distribution's parameters sees (summed over
 their elements); one Adam step descends it.
 
-The estimator supplies `initial_params()` (a dict of floats or arrays), `probe(params,
-level)` (a copy drawing with the traced parameters, `level` theirs) and the probe's
-`probe_objective(site, ctx)`, a number whose derivative in the arguments is the estimate;
-this module keeps the state.
+The estimator supplies `initial_params(dist, plates)` (a dict of floats or arrays, for the
+site of that distribution in those plates: one estimator may serve sites of any shapes,
+each with parameters of its own in its own state), `probe(params, level)` (a copy drawing
+with the traced parameters, `level` theirs) and the probe's `probe_objective(site, ctx)`,
+a number whose derivative in the arguments is the estimate; this module keeps the state.
 """
 
 import numpy as np
@@ -40,8 +41,10 @@ class Learned:
     _probe_params = None  # (a probe's traced parameters)
     _probe_outer = None  # (their trace level)
 
-    def initial_params(self):
-        """The parameters before any tuning, {name: float or array}."""
+    def initial_params(self, dist=None, plates=()):
+        """The parameters before any tuning, {name: float or array}, for the site of
+        distribution `dist` (plates applied) in `plates` (an estimator whose parameters'
+        shapes depend on the site's reads them; `dist=None`: those that do not)."""
         raise NotImplementedError
 
     def params(self, d):
@@ -50,11 +53,12 @@ class Learned:
         reads them again); or the initial ones when not tuning."""
         if self._probe_params is not None:
             return self._probe_params
+        initial = self.initial_params(d.dist, d.run.plates)
         if not self.tunes:
-            return self.initial_params()
+            return initial
         state = d.state()
         return {k: effects.stateful(_read, effects.State(state), k, v)
-                for k, v in self.initial_params().items()}
+                for k, v in initial.items()}
 
     def probe(self, params, level):
         """A copy of this estimator that draws with `params`, traced at trace level
@@ -89,27 +93,36 @@ class Learned:
 
 def _read(state, key, initial):
     params = state.get("params")
-    return _as_param(initial) if params is None else params[key]
+    if params is None:
+        return _as_param(initial)
+    value = params.get(key)
+    if value is None or np.shape(value) != np.shape(initial):
+        raise ValueError(
+            f"the estimator's tuned parameter {key!r} kept in this site's state has shape "
+            f"{None if value is None else np.shape(value)}, but the site now needs "
+            f"{np.shape(initial)}: the site's shape changed between calls of the expectation "
+            "(its tuned parameters are its own). Use a new expectation for the new shape, "
+            "or clear the site's estimator state (E.states[name].estimator.clear())")
+    return value
 
 
 def _as_param(v):
     return np.float64(v) if np.ndim(v) == 0 else np.array(v, dtype=float)
 
 
-def current(estimator, state):
-    """The parameters in `state`: the tuned ones, or the initial ones before any step."""
-    params = state.get("params")
-    if params is None:
-        params = {k: _as_param(v) for k, v in estimator.initial_params().items()}
-    return params
+def _initial(estimator, site):
+    return estimator.initial_params() if site is None else \
+        estimator.initial_params(site.dist, site.plates)
 
 
-def read(estimator, state):
-    """(params, Adam's state) as a run reads them: each leaf through the effect stack (a
-    replay of scg.jit reads them again), the initial ones before any step."""
+def read(estimator, state, site=None):
+    """(params, Adam's state) of `site` (a `Site`) as a run reads them: each leaf through
+    the effect stack (a replay of scg.jit reads them again), the initial ones before any
+    step."""
+    initial = _initial(estimator, site)
     params = {k: effects.stateful(_read, effects.State(state), k, v)
-              for k, v in estimator.initial_params().items()}
-    size = sum(int(np.size(v)) for v in estimator.initial_params().values())
+              for k, v in initial.items()}
+    size = sum(int(np.size(v)) for v in initial.values())
     opt_state = {k: effects.stateful(_read_optimizer, effects.State(state), k, size)
                  for k in ("t", "m", "v")}
     return params, opt_state

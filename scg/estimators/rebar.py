@@ -80,8 +80,9 @@ class REBAR(Learned, Estimator):
         self.learn = self.tunes = bool(learn)
         self.lr = float(lr)
 
-    def initial_params(self):
-        # (the temperature in log space: it stays positive along the descent)
+    def initial_params(self, dist=None, plates=()):
+        # (the same for every site; the temperature in log space: it stays positive along
+        # the descent)
         return {"log_temperature": np.log(self.temperature), "scale": self.scale}
 
     def shown(self, params):

@@ -13,7 +13,15 @@ estimators/learned.py). r sees the relaxed values of one plate element at a time
 site's dims outside its plates, and the categories, are its features) and gives one
 number per element; the default is a small tanh MLP whose last layer starts at zero, so
 RELAX starts as REBAR.
+
+The control's parameters are the site's: its input width is derived from the site's
+distribution and plates (the same way at every draw, so the estimator keeps nothing of a
+site), they start from the same deterministic initialization, and they are tuned in the
+site's state. So one RELAX object serves any number of sites and expectations, of any
+widths, each with a control of its own.
 """
+
+import functools
 
 import numpy as np
 
@@ -54,35 +62,31 @@ class RELAX(REBAR):
             raise ValueError(f"RELAX: hidden must be a positive int, got {hidden!r}")
         self.control = control
         self.hidden = hidden
-        self._features = None  # (the default control's input width, from the first site)
-        self._initial = None if control is None else control[1]  # (the control's start)
 
     # ------------------------------------------------------------ the control's parameters
-    def _control_init(self):
-        """The control's initial parameters (the default's, made once its input width is
-        known from the first site drawn)."""
-        if self._initial is None:
-            if self._features is None:
-                return []
-            layers = nn.init_mlp(0, [self._features, self.hidden, 1], init="glorot")
-            layers[-1]["W"] = np.zeros_like(layers[-1]["W"])  # (r = 0 at first: REBAR)
-            self._initial = layers
-        return self._initial
+    def _control_init(self, dist, plates):
+        """The control's initial parameters at the site of `dist` in `plates`: the user's,
+        or the default's, its input width the site's (no site, `dist=None`: none)."""
+        if self.control is not None:
+            return self.control[1]
+        if dist is None:
+            return []
+        return _default_layers(int(_features(dist, plates)), self.hidden)
 
-    def initial_params(self):
-        params = super().initial_params()
-        leaves, _ = pytree.flatten_leaves(self._control_init())
+    def initial_params(self, dist=None, plates=()):
+        params = super().initial_params(dist, plates)
+        leaves, _ = pytree.flatten_leaves(self._control_init(dist, plates))
         for i, leaf in enumerate(leaves):
             params[f"control.{i}"] = np.array(leaf, dtype=float)
         return params
 
-    def _control_params(self, params):
-        leaves, treedef = pytree.flatten_leaves(self._control_init())
+    def _control_params(self, params, site):
+        leaves, treedef = pytree.flatten_leaves(self._control_init(site.dist, site.plates))
         return pytree.unflatten(treedef, [params[f"control.{i}"] for i in range(len(leaves))])
 
-    def _apply(self, params, s):
+    def _apply(self, params, s, site):
         fn = self.control[0] if self.control is not None else _default_control
-        return fn(self._control_params(params), s)
+        return fn(self._control_params(params, site), s)
 
     def shown(self, params):
         shown = super().shown(params)
@@ -90,11 +94,6 @@ class RELAX(REBAR):
         return shown
 
     # ------------------------------------------------------------ drawing
-    def draw(self, d):
-        if self._features is None and self.control is None:
-            self._features = _features(d.dist, d.run.plates)
-        return super().draw(d)
-
     def _control_values(self, site, n):
         """r at s(z) and s(z~) for the n draws, on the site's batch layout (n, *batch)."""
         relaxed, relaxed_tilde = site.aux["relaxed"]
@@ -105,7 +104,7 @@ class RELAX(REBAR):
             # stochastic one that defines it, so it is recognised by its dependencies)
             x = s.value if hasattr(s, "deps") else s
             x = x[:n]  # (every copy's rows hold the same relaxed values)
-            out.append(_on_batch(self._apply(params, _as_features(x, site)), site))
+            out.append(_on_batch(self._apply(params, _as_features(x, site), site), site))
         return out
 
     def _control_at_tilde(self, site, ctx):
@@ -138,6 +137,18 @@ class RELAX(REBAR):
 
 def _default_control(params, x):
     return nn.mlp(params, x, activation=R.tanh)
+
+
+@functools.lru_cache(maxsize=64)
+def _default_layers(features, hidden):
+    """The default control's initial layers for an input of `features` numbers: a
+    deterministic start (seed 0), the last layer zero."""
+    layers = nn.init_mlp(0, [features, hidden, 1], init="glorot")
+    layers[-1]["W"] = np.zeros_like(layers[-1]["W"])  # (r = 0 at first: REBAR)
+    for layer in layers:
+        for v in layer.values():
+            v.flags.writeable = False  # (shared by the sites of this width)
+    return layers
 
 
 def _plate_axes(dist, plates):

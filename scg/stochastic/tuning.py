@@ -51,7 +51,7 @@ def schedule(E, trace, args, kwargs):
     with effects.values_only():  # (the probe's run is a model run of its own)
         for name, estimator in tuning.items():
             state = estimator_of(E.states, name)
-            params, opt_state = read(estimator, state)
+            params, opt_state = read(estimator, state, trace.sites[name])
             variance, grads = variance_gradient(E, name, estimator, params, args, kwargs,
                                                 differentiated)
             params, opt_state = updated(estimator, params, opt_state, grads)
