@@ -382,6 +382,16 @@ def family_of(dist):
     return dist
 
 
+def family_name(dist):
+    """The name of the scg family of `dist`, under any to_event wrappers: a user's subclass
+    of a family (`class Coin(scg.Bernoulli)`) is served as that family ("Bernoulli")."""
+    cls = type(family_of(dist))
+    for c in cls.__mro__:
+        if c.__module__.startswith("scg.distributions."):
+            return c.__name__
+    return cls.__name__
+
+
 def broadcast_shape(*values):
     """The broadcast of the (logical) shapes of plain or traced values."""
     shapes = [R.shape(v) for v in values]

@@ -8,7 +8,7 @@ are close to linear in the noise (the evolution-strategies form of the lesson).
 
 import numpy as np
 
-from ..distributions.base import family_of
+from ..distributions.base import family_name
 from ..errors import EstimatorError
 
 
@@ -34,7 +34,7 @@ def antithetic_families():
 
 
 def check_antithetic(name, dist):
-    family = type(family_of(dist)).__name__
+    family = family_name(dist)
     if family not in _MIRRORS:
         raise EstimatorError(
             f"site {name!r}: antithetic draws need noise with a known mirror image; "
@@ -45,4 +45,4 @@ def check_antithetic(name, dist):
 def antithetic_noise(dist, noise, name):
     """The mirror image of `noise` drawn for `dist`."""
     check_antithetic(name, dist)
-    return _MIRRORS[type(family_of(dist)).__name__](noise)
+    return _MIRRORS[family_name(dist)](noise)

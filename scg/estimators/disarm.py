@@ -5,7 +5,7 @@ import numpy as np
 
 from ..core import effects
 
-from ..distributions.base import family_of
+from ..distributions.base import family_name
 from ..errors import EstimatorError
 from .base import Estimator
 from .terms import linear_term, require_open_probs, traced_logits
@@ -29,7 +29,7 @@ class DisARM(Estimator):
     name = "disarm"
 
     def check(self, name, dist):
-        family = type(family_of(dist)).__name__
+        family = family_name(dist)
         if family != "Bernoulli":
             raise EstimatorError(
                 f"site {name!r}: scg.DisARM() serves Bernoulli sites only, not {family}; use "

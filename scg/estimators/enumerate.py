@@ -6,7 +6,8 @@ import math
 import numpy as np
 
 from ..core.tape import strip
-from ..distributions.base import family_of
+from ..distributions.base import family_name, family_of
+from ..distributions.one_hot_categorical import OneHotCategorical
 from ..errors import EstimatorError
 from ..numpy import rules as R
 from .base import Estimator
@@ -49,7 +50,7 @@ class Enumerate(Estimator):
 
     # ------------------------------------------------------------ the support
     def check(self, name, dist):
-        family = type(family_of(dist)).__name__
+        family = family_name(dist)
         if family not in FAMILIES:
             raise EstimatorError(
                 f"site {name!r}: scg.Enumerate() sums over a finite support, and {family} has "
@@ -86,7 +87,7 @@ class Enumerate(Estimator):
         size, shape, per_element = self._layout(d.name, d.dist, d.run.plates)
         joint_shape = tuple(1 if i in per_element else s for i, s in enumerate(shape))
         count = self.copies(d.name, d.dist, d.run.plates)
-        one_hot = type(family_of(d.dist)).__name__ == "OneHotCategorical"
+        one_hot = isinstance(family_of(d.dist), OneHotCategorical)
         values = _values(size, joint_shape, shape, count, one_hot)
         if count == 1:  # a support of one value: no copies of the run
             return np.broadcast_to(values[0], (d.rows,) + values.shape[1:])
@@ -138,7 +139,7 @@ def _values(size, joint_shape, shape, count, one_hot):
 
 def _support_size(name, dist):
     inner = family_of(dist)
-    family = type(inner).__name__
+    family = family_name(inner)
     if family == "Bernoulli":
         return 2
     if family == "Categorical":

@@ -7,7 +7,8 @@ import numbers
 import numpy as np
 
 from ..core import effects
-from ..distributions.base import family_of
+from ..distributions.base import family_name, family_of
+from ..distributions.bernoulli import Bernoulli
 from ..errors import EstimatorError
 from ..numpy import rules as R
 from .base import Estimator
@@ -58,7 +59,7 @@ class GumbelSoftmax(Estimator):
         self.hard = bool(hard)
 
     def check(self, name, dist):
-        family = type(family_of(dist)).__name__
+        family = family_name(dist)
         if family == "Categorical":
             raise EstimatorError(
                 f"site {name!r}: scg.GumbelSoftmax() relaxes one-hot vectors, and a "
@@ -71,7 +72,7 @@ class GumbelSoftmax(Estimator):
 
     def draw(self, d):
         family = family_of(d.dist)
-        bernoulli = type(family).__name__ == "Bernoulli"
+        bernoulli = isinstance(family, Bernoulli)
         u = np.clip(d.uniform(), _TINY, _BELOW_ONE)
         if bernoulli:
             noise = np.log(u) - np.log1p(-u)  # logistic
@@ -100,7 +101,7 @@ class GumbelSoftmax(Estimator):
 
     def explain_terms(self, site, trace):
         relaxed = ("sigmoid((logits + logistic noise) / T)"
-                   if type(family_of(site.dist)).__name__ == "Bernoulli"
+                   if isinstance(family_of(site.dist), Bernoulli)
                    else "softmax((logits + Gumbel noise) / T)")
         return [f"biased: the gradient of the relaxed objective at temperature "
                 f"T = {self.temperature:g}, with {site.name} replaced by {relaxed}"

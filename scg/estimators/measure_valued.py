@@ -9,7 +9,8 @@ import numpy as np
 
 from ..core import effects
 from ..core.tape import Box
-from ..distributions.base import family_of
+from ..distributions.base import family_name, family_of
+from ..distributions.bernoulli import Bernoulli
 from ..errors import EstimatorError
 from ..numpy import rules as R
 from .base import Estimator
@@ -172,7 +173,7 @@ class MeasureValued(Estimator):
     # ------------------------------------------------------------ explanation
     def describe(self, site):
         lay = site.aux.get("layout")
-        family = type(family_of(site.dist)).__name__
+        family = family_name(site.dist)
         keys = lay.keys if lay is not None else ()
         what = ", ".join(keys) if keys else "no differentiated parameter in this run"
         return (f"measure-valued derivative{' (coupled)' if self.coupled else ''} of "
@@ -223,7 +224,7 @@ class _Layout:
 def _differentiated(name, dist):
     """The family and its differentiated parameters, or EstimatorError."""
     inner = family_of(dist)
-    family = type(inner).__name__
+    family = family_name(inner)
     if family not in PARAMETERS:
         raise EstimatorError(
             f"site {name!r}: scg.MeasureValued() has no weak derivative of {family}; it "
@@ -369,7 +370,7 @@ def _traced(site, ctx, key):
     x = ctx.param(site, key)
     if key != "logits":
         return x
-    if type(family_of(site.dist)).__name__ == "Bernoulli":
+    if isinstance(family_of(site.dist), Bernoulli):
         return R.sigmoid(x)
     return R.softmax(x, axis=-1)
 

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from ..distributions.base import family_of
+from ..distributions.base import family_name
 from ..errors import EstimatorError
 from .antithetic import check_antithetic
 from .base import Estimator
@@ -44,7 +44,7 @@ class Pathwise(Estimator):
     def check(self, name, dist):
         if not dist.has_rsample:
             raise EstimatorError(
-                f"site {name!r}: estimator='pathwise' but {type(family_of(dist)).__name__} "
+                f"site {name!r}: estimator='pathwise' but {family_name(dist)} "
                 "has no reparameterization path (its draws are discrete or have no "
                 "differentiable map from noise); use estimator='score' or 'auto'")
         if self.antithetic:

@@ -21,7 +21,8 @@ import numpy as np
 
 from ..core import effects
 from ..core.tape import strip
-from ..distributions.base import family_of
+from ..distributions.base import family_name, family_of
+from ..distributions.one_hot_categorical import OneHotCategorical
 from ..errors import EstimatorError
 from ..numpy import rules as R
 from .base import Estimator
@@ -89,7 +90,7 @@ class REBAR(Learned, Estimator):
         return {"temperature": np.exp(params["log_temperature"]), "scale": params["scale"]}
 
     def check(self, name, dist):
-        family = type(family_of(dist)).__name__
+        family = family_name(dist)
         if family not in ("Bernoulli", "OneHotCategorical"):
             raise EstimatorError(
                 f"site {name!r}: scg.REBAR() serves Bernoulli and OneHotCategorical sites, not "
@@ -114,7 +115,7 @@ class REBAR(Learned, Estimator):
             d.aux["T"], d.aux["eta"] = R.exp(params["log_temperature"]), params["scale"]
         else:  # (as given: exp(log T) would round)
             d.aux["T"], d.aux["eta"] = self.temperature, self.scale
-        if type(family_of(d.dist)).__name__ == "OneHotCategorical":
+        if isinstance(family_of(d.dist), OneHotCategorical):
             return self._draw_categorical(d, u, v)
         logits = _logits(family_of(d.dist))
         p = R.sigmoid(logits)
@@ -188,7 +189,7 @@ class REBAR(Learned, Estimator):
             f_b = effects.opaque(np.subtract, f_b, control)
         g = effects.opaque(_advantage_rows, f_b, f_zt, eta, ctx.own_axis(site))
         spread = ctx.to_batch(ctx.spread(g, site), site)  # (rows, *batch), 0 off copy 0
-        categorical = type(family_of(site.dist)).__name__ == "OneHotCategorical"
+        categorical = isinstance(family_of(site.dist), OneHotCategorical)
         if categorical:  # (d log p(b) / d theta = b - p over the categories)
             spread = spread[..., None]
         # (the logits: a OneHotCategorical site has them, see check; a Bernoulli's may come
@@ -235,7 +236,7 @@ class REBAR(Learned, Estimator):
             weighed = R.subtract(f_b, c_zt)
         # (the score's weight, constant in the arguments: their tracers stripped)
         advantage = R.subtract(strip(weighed, outer), R.multiply(eta, strip(f_zt, outer)))
-        if type(family_of(site.dist)).__name__ == "OneHotCategorical":
+        if isinstance(family_of(site.dist), OneHotCategorical):
             advantage = R.expand_dims(advantage, -1)
         weight = R.multiply(advantage, (site.aux["b"] - site.aux["p"])[:n])
         score = R.sum_(R.multiply(traced_logits(site, ctx)[:n], weight))

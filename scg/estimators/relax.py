@@ -28,6 +28,7 @@ import numpy as np
 from ..core import effects, pytree
 from ..core.tape import strip
 from ..distributions.base import family_of
+from ..distributions.one_hot_categorical import OneHotCategorical
 from ..numpy import rules as R
 from .. import nn
 from .rebar import REBAR
@@ -163,7 +164,7 @@ def _features(dist, plates):
     its plates, to_event dims and categories included)."""
     family = family_of(dist)
     shape = tuple(family.batch_shape)
-    if type(family).__name__ == "OneHotCategorical":
+    if isinstance(family, OneHotCategorical):
         shape += (family.num_categories,)
     kept = _plate_axes(dist, plates)
     return int(np.prod([size for j, size in enumerate(shape) if j not in kept], dtype=int))

@@ -8,7 +8,10 @@ from ..core import effects
 
 from ..core.tape import read_only, strip
 from ..kernels.primitives import PARALLEL_MIN
-from ..distributions.base import family_of
+from ..distributions.base import family_name, family_of
+from ..distributions.bernoulli import Bernoulli
+from ..distributions.categorical import Categorical
+from ..distributions.one_hot_categorical import OneHotCategorical
 from ..errors import BiasWarning, EstimatorError
 from .antithetic import check_antithetic
 from .base import Estimator
@@ -20,7 +23,7 @@ from ..numpy import rules as R
 _FUSED_MIN = PARALLEL_MIN  # draws: below, the general term (its log-densities are cheap)
 
 
-_PROBS_FAMILIES = ("Bernoulli", "Categorical", "OneHotCategorical")
+_PROBS_FAMILIES = (Bernoulli, Categorical, OneHotCategorical)
 
 
 def require_seen_outcomes(site, run):
@@ -30,11 +33,11 @@ def require_seen_outcomes(site, run):
     plausible wrong number (0 for a single coin) although the derivative exists."""
     dist = family_of(site.dist)
     probs = dist.params.get("probs")
-    if type(dist).__name__ not in _PROBS_FAMILIES or probs is None or \
+    if not isinstance(dist, _PROBS_FAMILIES) or probs is None or \
             not run.carries_gradient(probs):
         return
     p = effects.asarray(probs, dtype=float)
-    two_sided = type(dist).__name__ == "Bernoulli"  # (its other outcome has 1 - p)
+    two_sided = isinstance(dist, Bernoulli)  # (its other outcome has 1 - p)
     if effects.check(open_probs if two_sided else _all_positive, p,
                      f"site {site.name!r}: every outcome's probability above 0"):
         return
@@ -102,7 +105,7 @@ class Score(Estimator):
             if not dist.has_rsample:
                 raise EstimatorError(
                     f"site {name!r}: antithetic draws need a sampling path from noise; "
-                    f"{type(family_of(dist)).__name__} has none. Drop antithetic=True")
+                    f"{family_name(dist)} has none. Drop antithetic=True")
             check_antithetic(name, dist)
 
     def draw(self, d):

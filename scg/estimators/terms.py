@@ -6,6 +6,7 @@ from ..core import effects
 from ..core.tape import Primitive, defvjp
 from ..errors import EstimatorError
 from ..distributions.base import family_of
+from ..distributions.bernoulli import Bernoulli
 from ..numpy import rules as R
 
 
@@ -46,7 +47,7 @@ def require_open_probs(name, dist, who):
     estimator that takes the log-probability (or the logits) of both values cannot
     evaluate it there, although the derivative exists."""
     family = family_of(dist)
-    if type(family).__name__ != "Bernoulli" or family.params.get("probs") is None:
+    if not isinstance(family, Bernoulli) or family.params.get("probs") is None:
         return
     plain = effects.asarray(family.params["probs"], dtype=float)
     if not effects.check(open_probs, plain, f"site {name!r}: probs inside (0, 1)"):

@@ -28,7 +28,8 @@ import numbers
 import numpy as np
 
 from ..core import effects
-from ..distributions.base import family_of
+from ..distributions.base import family_name, family_of
+from ..distributions.one_hot_categorical import OneHotCategorical
 from ..errors import EstimatorError
 from .base import Estimator
 from .terms import linear_term
@@ -63,7 +64,7 @@ class UnorderedSet(Estimator):
 
     def check(self, name, dist):
         family = family_of(dist)
-        kind = type(family).__name__
+        kind = family_name(family)
         if kind not in FAMILIES:
             raise EstimatorError(
                 f"site {name!r}: scg.UnorderedSet() draws categories without replacement, "
@@ -109,7 +110,7 @@ class UnorderedSet(Estimator):
 
     def draw(self, d):
         family = family_of(d.dist)
-        onehot = type(family).__name__ == "OneHotCategorical"
+        onehot = isinstance(family, OneHotCategorical)
         K = family.num_categories
         params = d.plain_params()
         if params.get("logits") is not None:

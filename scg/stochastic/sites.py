@@ -19,7 +19,7 @@ import numpy as np
 from ..core import effects
 from ..core.tape import Box, Tracer, kept, read_only, strip
 from ..distributions._util import own_draws
-from ..distributions.base import Distribution, family_of
+from ..distributions.base import Distribution, family_name, family_of
 from ..errors import EstimatorError, TracingError, VarianceWarning
 from ..estimators import Estimator, as_estimator, auto
 from ..estimators.antithetic import antithetic_noise
@@ -317,7 +317,7 @@ def _choose(run, name, dist, spec):
     if spec != "auto":
         spec.check(name, dist)
         return spec, "requested"
-    family = type(family_of(dist)).__name__
+    family = family_name(dist)
     decided = run.decisions.get(name)
     if decided is not None:
         return decided, run.reasons[name]
@@ -440,7 +440,7 @@ class SiteDraw:
         elif self.antithetic:
             raise EstimatorError(
                 f"site {self.name!r}: antithetic draws need a sampling path from noise; "
-                f"{type(family_of(self.dist)).__name__} has none")
+                f"{family_name(self.dist)} has none")
         else:
             x = self._draw(lambda dist, rng, shape: dist._sample(rng, shape))
         self.handed_out = x

@@ -156,3 +156,25 @@ def test_the_registry_holds_every_estimator_and_baseline():
                  and c.__module__ == scg.baselines.__name__}
     assert estimators and baselines
     assert not (estimators | baselines) - kinds, (estimators | baselines) - kinds
+
+
+class _Coin(scg.Bernoulli):
+    """A user's subclass of a family (a name of its own, nothing else changed)."""
+
+
+class _Choice(scg.OneHotCategorical):
+    pass
+
+
+@pytest.mark.parametrize("case, model", [(c, m) for c, m in PAIRS
+                                         if m.name in ("coins", "choice")],
+                         ids=[i for (c, m), i in zip(PAIRS, IDS)
+                              if m.name in ("coins", "choice")])
+def test_a_subclass_of_a_family_is_served_as_the_family(case, model, monkeypatch):
+    """Every estimator serves a user's subclass of Bernoulli or OneHotCategorical as it
+    serves the family: the same gradient from the same seed."""
+    want = scg.grad(_expectation(case, model, n=64, seed=4))(model.theta)
+    monkeypatch.setattr(scg, "Bernoulli", _Coin)
+    monkeypatch.setattr(scg, "OneHotCategorical", _Choice)
+    got = scg.grad(_expectation(case, model, n=64, seed=4))(model.theta)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)

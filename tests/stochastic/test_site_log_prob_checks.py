@@ -46,20 +46,29 @@ def test_bernoulli_subclass_with_its_own_log_prob_keeps_the_site_check():
     """`finite_log_prob_of_draws` is the promise of Bernoulli's own log_prob, not inherited by
     a user subclass that overrides log_prob (here the textbook formula
     x log p + (1 - x) log(1 - p), which is nan at p = 1, a valid, validated parameter:
-    sigmoid(40) rounds to 1.0): the site's FloatingPointError naming the site is raised,
-    not only a later, vaguer "gradient estimate is not finite"."""
+    logits 40 give probs that round to 1.0): the site's FloatingPointError naming the site
+    is raised, not only a later, vaguer "gradient estimate is not finite". (With probs=
+    exactly 1 the subclass, a Bernoulli, gets Bernoulli's own error: the score function
+    cannot differentiate probs at the boundary.)"""
     class TextbookCoin(scg.Bernoulli):
         def log_prob(self, value):
-            p = self.probs
+            p = scg.sigmoid(self.logits) if self.probs is None else self.probs
             return value * np.log(p) + (1 - value) * np.log(1 - p)
 
     def model(th):
-        b = scg.sample("b", TextbookCoin(probs=scg.sigmoid(th)), estimator=scg.Score())
+        b = scg.sample("b", TextbookCoin(logits=th), estimator=scg.Score())
         return (b - 0.3) ** 2
 
     with np.errstate(all="ignore"), \
             pytest.raises(FloatingPointError, match="site 'b': log_prob is not finite"):
         scg.grad(scg.expectation(model, n=4, seed=0))(np.array([40.0, 0.0]))
+
+    def by_probs(th):
+        b = scg.sample("b", TextbookCoin(probs=scg.sigmoid(th)), estimator=scg.Score())
+        return (b - 0.3) ** 2
+
+    with np.errstate(all="ignore"), pytest.raises(scg.EstimatorError, match="site 'b'.*logits="):
+        scg.grad(scg.expectation(by_probs, n=4, seed=0))(np.array([40.0, 0.0]))
 
 
 @pytest.mark.parametrize("est", ["score", "loo", "disarm"])
