@@ -63,6 +63,17 @@ def _compare(make, before=4, after=4, same=None):
     return jitted, replays_after
 
 
+def _changes_seen(make, module=None):
+    """_compare(make), then: replays before and after the change (it was seen, not
+    avoided by running afresh); `module` is taken out of sys.modules after."""
+    try:
+        jitted, replays_after = _compare(make)
+    finally:
+        if module is not None:
+            sys.modules.pop(module, None)
+    assert jitted.stats["replays"] > 0 and replays_after > 0, jitted.explain()
+
+
 def _grad_of(read):
     """make() helper: the gradient of an expectation of _model(read), fresh."""
     return scg.grad(scg.expectation(_model(read), n=5, seed=1))
@@ -403,11 +414,7 @@ def test_a_module_replaced_in_sys_modules():
             other.SCALE = 3.0
             sys.modules[_CFG] = other
         return _grad_of(_read_sys_modules), change
-    try:
-        jitted, replays_after = _compare(make)
-    finally:
-        sys.modules.pop(_CFG, None)
-    assert jitted.stats["replays"] > 0 and replays_after > 0
+    _changes_seen(make, module=_CFG)
 
 
 def test_vars_of_a_module_in_a_closure():
@@ -769,11 +776,7 @@ def test_a_module_imported_inside_the_function_is_watched(read):
         cfg.TARGET = 1.0
         sys.modules[_LOCAL_CFG] = cfg
         return _grad_of(read), lambda: setattr(cfg, "TARGET", 3.0)
-    try:
-        jitted, replays_after = _compare(make)
-    finally:
-        sys.modules.pop(_LOCAL_CFG, None)
-    assert jitted.stats["replays"] > 0 and replays_after > 0
+    _changes_seen(make, module=_LOCAL_CFG)
 
 
 def test_a_structured_array_argument_runs_afresh():
