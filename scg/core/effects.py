@@ -148,7 +148,11 @@ def _send_after(h, fn, args):
 
 
 def _send_check(h, predicate, x, where):
-    return bool(predicate(x)) if h is None else h.check(predicate, x, where)
+    if h is None:
+        if is_held(x):  # (a handler's value kept after its handler ended: its number)
+            x = x.value
+        return bool(predicate(x))
+    return h.check(predicate, x, where)
 
 
 def _send_kept(h, getter, args):

@@ -164,7 +164,6 @@ class Tracer:
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        _TRACER_CLASSES.append(cls)
         _take_array_methods(cls, _ARRAY_METHODS)
 
     @staticmethod
@@ -173,30 +172,31 @@ class Tracer:
 
 
 _ARRAY_METHODS = {}   # name -> method or property of every tracer class
-_OWN_METHODS = {}     # class -> the methods registered for that class alone
-_TRACER_CLASSES = []
 
 
 def register_array_methods(methods, cls=None):
     """The layer that defines the array operations (scg/numpy) gives traced values their
     Python operators (`x + y`), array methods (`x.sum()`, `x.T`) and numpy protocols:
     `methods` maps names to functions or properties. Every tracer class, those defined
-    later included, takes the ones it does not define itself; with `cls`, that class alone
-    takes them, over the others (Box's direct recording path for `+`)."""
-    if cls is None:
-        _ARRAY_METHODS.update(methods)
-        for c in _TRACER_CLASSES:
-            _take_array_methods(c, methods)
-    else:
-        _OWN_METHODS.setdefault(cls, {}).update(methods)
+    later included, takes the ones that neither it nor a tracer class it derives from
+    defines; with `cls`, that class takes them over the others (Box's direct recording
+    path for `+`), and so do its subclasses."""
+    if cls is not None:
         for name, method in methods.items():
             setattr(cls, name, method)
+        return
+    _ARRAY_METHODS.update(methods)
+    stack = list(Tracer.__subclasses__())
+    while stack:
+        c = stack.pop()
+        _take_array_methods(c, methods)
+        stack += c.__subclasses__()
 
 
 def _take_array_methods(cls, methods):
-    own = _OWN_METHODS.get(cls, {})
+    tracers = [c for c in cls.__mro__ if c is not Tracer and issubclass(c, Tracer)]
     for name, method in methods.items():
-        if name not in cls.__dict__ and name not in own:
+        if not any(name in c.__dict__ for c in tracers):
             setattr(cls, name, method)
 
 

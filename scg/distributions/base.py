@@ -384,12 +384,16 @@ def family_of(dist):
 
 def family_name(dist):
     """The name of the scg family of `dist`, under any to_event wrappers: a user's subclass
-    of a family (`class Coin(scg.Bernoulli)`) is served as that family ("Bernoulli")."""
+    of a family (`class Coin(scg.Bernoulli)`) is served as that family ("Bernoulli"); a
+    distribution of the user's own (a subclass of the base classes only) by its name."""
     cls = type(family_of(dist))
     for c in cls.__mro__:
-        if c.__module__.startswith("scg.distributions."):
+        if c.__module__.startswith("scg.distributions.") and c.__module__ not in _BASES:
             return c.__name__
     return cls.__name__
+
+
+_BASES = ("scg.distributions.base", "scg.distributions.location_scale")
 
 
 def broadcast_shape(*values):

@@ -70,13 +70,6 @@ class Estimator:
                 if promise not in cls.__dict__:
                     setattr(cls, promise, False)
 
-    def promises(self, promise):
-        """Does this estimator's `draw` keep `promise` ("own_draws" or "draws_from_law")?
-        Its attribute of that name says (see the class's docstring); besides, a site whose
-        `draw` returned the very values `d.sample()`, `d.noise_path()` or
-        `d.path(d.noise())` gave keeps both promises (they are the law's draws)."""
-        return bool(getattr(self, promise))
-
     # ------------------------------------------------------------ validity and drawing
     def check(self, name, dist):
         """Raise `EstimatorError` if this estimator cannot serve `dist` at site `name`."""

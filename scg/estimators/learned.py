@@ -110,16 +110,11 @@ def _as_param(v):
     return np.float64(v) if np.ndim(v) == 0 else np.array(v, dtype=float)
 
 
-def _initial(estimator, site):
-    return estimator.initial_params() if site is None else \
-        estimator.initial_params(site.dist, site.plates)
-
-
-def read(estimator, state, site=None):
+def read(estimator, state, site):
     """(params, Adam's state) of `site` (a `Site`) as a run reads them: each leaf through
     the effect stack (a replay of scg.jit reads them again), the initial ones before any
     step."""
-    initial = _initial(estimator, site)
+    initial = estimator.initial_params(site.dist, site.plates)
     params = {k: effects.stateful(_read, effects.State(state), k, v)
               for k, v in initial.items()}
     size = sum(int(np.size(v)) for v in initial.values())

@@ -27,6 +27,8 @@ import types
 
 import numpy as np
 
+from ..core.tape import Tracer
+
 _ATOMS = (int, float, bool, str, bytes, complex, type(None))
 _BY_IDENTITY = (type, types.ModuleType, types.BuiltinFunctionType, np.ufunc)
 # objects without attributes that hold no number a call could read (or none that can
@@ -48,12 +50,34 @@ def fingerprint(x):
     content; modules, classes, builtins and objects without attributes by identity."""
     out = []
     try:
-        _walk(x, out, set(), 0, [])
+        _walk_top(x, out, [])
     except TooMuch:
         raise
     except Exception as error:  # (as TooMuch: the callers then run the call afresh)
         raise TooMuch(_unwalkable(error)) from error
     return tuple(out)
+
+
+def _walk_top(x, out, checks):
+    """_walk of x from its top, then of the modules it reached as values by the names of
+    every code it walked (see _Reading)."""
+    reading = _READING
+    outer = reading.names, reading.every, reading.held
+    reading.names, reading.every, reading.held = (), {}, []
+    try:
+        seen = set()
+        _walk(x, out, seen, 0, checks)
+        done = 0
+        while done < len(reading.held):  # (a module's values may hold more modules)
+            module = reading.held[done]
+            done += 1
+            every = reading.every
+            # (no code walked, a module passed as an argument: every setting of a user's)
+            names = _EVERY_NAME if _EVERY_NAME in every else \
+                tuple(every) if every else _EveryUserName()
+            _walk_module(module, names, out, seen, 0, checks)
+    finally:
+        reading.names, reading.every, reading.held = outer
 
 
 def _unwalkable(error):
@@ -84,7 +108,7 @@ class Watch:
             return self.value
         out, checks = [], []
         try:
-            _walk(fn, out, set(), 0, checks)
+            _walk_top(fn, out, checks)
         except TooMuch as error:
             self.reason = str(error) or None
             return None  # (the caller runs the function afresh)
@@ -105,7 +129,7 @@ _TOKENS = 256  # fingerprints a Watch remembers (a function that changes on ever
 _COMPILED_MAX = 500  # reads checked by generated code (more: by the loop)
 _MISSING = object()
 (_CELL, _ITEM, _LEN, _ARRAY, _ATTR, _INDEX, _DIGEST, _SET, _GENERATOR, _CONTENT, _KEYS,
- _PYTHON_RANDOM) = range(12)
+ _PYTHON_RANDOM, _TYPE) = range(13)
 # arrays above this many entries are compared by a digest of their bytes
 _DIGEST_LIMIT = 1 << 16
 BUDGET = 100_000  # values a fingerprint may visit (more: the function runs afresh)
@@ -126,10 +150,15 @@ _OBJECT_ARRAY = ("an array of Python objects it reads (its bytes are references,
 
 
 class _Reading(threading.local):
-    """The attribute names the code of the function being walked reads (a module it reaches
-    is read by these names); () outside a function."""
+    """`names`: the attribute names the code of the function being walked reads (a module
+    it reaches is read by these names; () outside a function). During a walk from its top
+    (`_walk_top`), `every` gathers the names every code walked reads, and `held` the
+    modules reached as values: each is read again at the end by all of them (a module an
+    object holds, `self.cfg = cfg`, is read by a method walked before or after it)."""
 
     names = ()
+    every = None
+    held = None
 
 
 _READING = _Reading()
@@ -218,7 +247,7 @@ def _compiled(checks):
     if len(checks) > _COMPILED_MAX:
         return lambda: _unchanged(checks)
     lines, names = [], {"MISSING": _MISSING, "digest": _digest, "content": _content,
-                        "exact_set": _exact_set, "exact_keys": _exact_keys}
+                        "exact_set": _exact_set, "inexact_keys": _inexact_keys}
     for k, (kind, a, b, c) in enumerate(checks):
         names[f"a{k}"], names[f"b{k}"], names[f"c{k}"] = a, b, c
         if kind == _ARRAY or kind == _DIGEST:  # (c: the shape and the dtype)
@@ -243,8 +272,13 @@ def _compiled(checks):
             lines.append(f"if a{k} != b{k} or exact_set(a{k}) != c{k}: return False")
         elif kind == _CONTENT:
             lines.append(f"if content(a{k}) != b{k}: return False")
+        elif kind == _KEYS and c is None:
+            lines.append(f"if tuple(map(type, a{k})) != b{k}: return False")
         elif kind == _KEYS:
-            lines.append(f"if exact_keys(a{k}) != b{k}: return False")
+            lines.append(f"if tuple(map(type, a{k})) != b{k} or inexact_keys(a{k}) != c{k}: "
+                         "return False")
+        elif kind == _TYPE:
+            lines.append(f"if type(a{k}) is not b{k}: return False")
         elif kind == _ATTR and c is not _MISSING and b.isidentifier() and \
                 not keyword.iskeyword(b):
             lines.append(f"if a{k}.{b} is not c{k}: return False")
@@ -292,7 +326,10 @@ def _unchanged(checks):
             if _content(a) != b:
                 return False
         elif kind == _KEYS:
-            if _exact_keys(a) != b:
+            if tuple(map(type, a)) != b or (c is not None and _inexact_keys(a) != c):
+                return False
+        elif kind == _TYPE:
+            if type(a) is not b:
                 return False
         elif kind == _GENERATOR or kind == _PYTHON_RANDOM:
             pass
@@ -324,6 +361,10 @@ def _walk(x, out, seen, depth, checks):
     if isinstance(x, np.generic):
         out.append(_scalar(x))
         return
+    if isinstance(x, Tracer):
+        raise Opaque("a value an earlier call computed, kept where the function reaches it "
+                     "(self.params = ... or a list it appends to inside the jitted "
+                     "function): return the new state from the function instead")
     if isinstance(x, (np.ndarray, array.array, bytearray, memoryview)) or (
             _array_like(t) and not _user_module_name(t.__module__)):
         # (an array of another kind: np.memmap, a masked array, a torch tensor; by content)
@@ -336,7 +377,7 @@ def _walk(x, out, seen, depth, checks):
         out.append((t, data))
         checks.append((_CONTENT, x, data, None))
         if _user_module_name(t.__module__):  # (a user's array class: its attributes too)
-            checks.append((_ATTR, x, "__class__", t))
+            checks.append((_TYPE, x, t, None))
             _walk_subclass(x, out, seen, depth, checks)
         return
     if isinstance(x, np.random.Generator):
@@ -359,9 +400,12 @@ def _walk(x, out, seen, depth, checks):
         return
     if isinstance(x, types.ModuleType):
         out.append(id(x))
-        # (the attributes that the function reaching it names: a module read through a
-        # global or a closure, or held in a container, [cfg] or {"m": cfg})
+        # (held in a container or an object, [cfg], {"m": cfg}, self.cfg: by the names
+        # the function reaching it reads, and at the end of the walk by the names every
+        # code walked reads, a method's that reads self.cfg.X among them)
         _walk_module(x, _READING.names, out, seen, depth, checks)
+        if _READING.held is not None:
+            _READING.held.append(x)
         return
     if isinstance(x, type) and _user_module_name(x.__module__) and id(x) not in seen:
         out.append(id(x))  # (a user's class read as a value: its settings and methods too)
@@ -459,7 +503,7 @@ def _walk(x, out, seen, depth, checks):
              if name not in ("__dict__", "__weakref__")]
     if type(attrs) is dict or slots:  # (a user's object: its attributes, and its class's)
         out.append(t)
-        checks.append((_ATTR, x, "__class__", t))  # (obj.__class__ = Other)
+        checks.append((_TYPE, x, t, None))  # (obj.__class__ = Other)
         if type(attrs) is dict:
             checks.append((_ATTR, x, "__dict__", attrs))  # (obj.__dict__ = {...})
             _walk_dict(attrs, out, seen, depth, checks)
@@ -489,6 +533,16 @@ def _walk_subclass(x, out, seen, depth, checks):
         _walk_class(t, out, seen, depth, checks)
 
 
+def _walk_read(value, attributes, out, seen, depth, checks):
+    """A value a function's code reads by name (a global, a closure cell, an import): a
+    module by the attributes the code names; anything else as any value."""
+    if isinstance(value, types.ModuleType):
+        out.append(id(value))
+        _walk_module(value, attributes, out, seen, depth, checks)
+    else:
+        _walk(value, out, seen, depth, checks)
+
+
 def _walk_function(x, code, out, seen, depth, checks):
     """A function's closure, defaults, attributes and the globals its code reads. A module
     reached through any of them is read by the attribute names the code names (set in
@@ -502,6 +556,12 @@ def _walk_function(x, code, out, seen, depth, checks):
         # vars(mod)[k], mod.__dict__[k]: a user's module's every attribute
         attributes = _EveryUserName(attributes)
     _READING.names = attributes
+    every = _READING.every
+    if every is not None:
+        if attributes is _EVERY_NAME:
+            every[_EVERY_NAME] = None
+        else:
+            every.update(dict.fromkeys(attributes))
     for cell in x.__closure__ or ():
         try:
             value = cell.cell_contents
@@ -510,7 +570,7 @@ def _walk_function(x, code, out, seen, depth, checks):
             checks.append((_CELL, cell, None, _MISSING))
             continue
         checks.append((_CELL, cell, None, value))
-        _walk(value, out, seen, depth, checks)
+        _walk_read(value, attributes, out, seen, depth, checks)
         if id(value) in _LOOKUPS:  # (globals, sys.modules, import_module, ... under
             # another name: what it looks up is out of reach of the names read)
             alias = True
@@ -525,16 +585,9 @@ def _walk_function(x, code, out, seen, depth, checks):
     if attrs:  # (attributes set on it, a decorated function's too: `step.lr = 0.1`)
         wrapped = attrs.get("__wrapped__")
         copied = _read(wrapped, "__dict__", None) if wrapped is not None else None
-        if copied:  # (functools.wraps copied the wrapped object's attributes: a snapshot
-            # the wrapper does not read; the wrapped object is walked through its closure)
-            attrs = {k: v for k, v in attrs.items() if k != "__wrapped__" and k not in copied}
-            checks.append((_LEN, x.__dict__, len(x.__dict__), None))
-            for k, v in attrs.items():
-                checks.append((_ITEM, x.__dict__, k, v))
-                out.append(_atom(k))
-                _walk(v, out, seen, depth, checks)
-        else:
-            _walk_dict(attrs, out, seen, depth, checks)
+        # (functools.wraps copied the wrapped object's attributes: a snapshot the wrapper
+        # does not read; the wrapped object is walked through its closure)
+        _walk_dict(attrs, out, seen, depth, checks, skip=copied and {"__wrapped__", *copied})
     g = x.__globals__
     if str(g.get("__name__", "")).startswith("scg."):  # (scg's globals are its code)
         return
@@ -543,7 +596,7 @@ def _walk_function(x, code, out, seen, depth, checks):
         checks.append((_ITEM, g, name, value))
         if value is not _MISSING:
             out.append(name)
-            _walk(value, out, seen, depth, checks)
+            _walk_read(value, attributes, out, seen, depth, checks)
             if id(value) in _LOOKUPS:
                 alias = True
     for name in _imported_modules(code, g.get("__package__")):
@@ -553,7 +606,7 @@ def _walk_function(x, code, out, seen, depth, checks):
         checks.append((_ITEM, sys.modules, name, module))
         out.append(_atom(name))
         if isinstance(module, types.ModuleType):
-            _walk(module, out, seen, depth, checks)
+            _walk_read(module, attributes, out, seen, depth, checks)
     if dynamic or alias:
         _walk_dynamic(x, dynamic, alias, names, attributes, out, seen, depth, checks)
 
@@ -626,9 +679,11 @@ def _walk_module(module, names, out, seen, depth, checks):
             continue
         if not user and callable(value) and not isinstance(value, types.ModuleType):
             # (a library's function or class: by identity, not followed; replaced by a
-            # user, np.tanh = np.sin, it is another one)
-            checks.append((_ITEM, attrs, attr, value))
-            out.append(id(value))
+            # user, np.tanh = np.sin, it is another one; for a name the code spells, not
+            # every function of the library a computed getattr could reach)
+            if wanted is names:
+                checks.append((_ITEM, attrs, attr, value))
+                out.append(id(value))
             continue
         if value is sys.modules:  # (what code looks up there: _walk_dynamic's part; as
             # a container of modules, it would be walked by every name the code reads)
@@ -702,16 +757,19 @@ def _digest(a):
     return hashlib.blake2b(memoryview(np.ascontiguousarray(a)).cast("B")).digest()
 
 
-def _walk_dict(x, out, seen, depth, checks):
+def _walk_dict(x, out, seen, depth, checks, skip=None):
+    """A dict's items (but the keys in `skip`), and its length and keys."""
     if len(x) > _ITEMS:
         raise TooMuch
     out.append((dict, len(x)))
     checks.append((_LEN, x, len(x), None))
-    keys = _exact_keys(x)
+    keys = _key_kinds(x)
     if keys is not None:  # (a key replaced by an equal one, 0.0 by -0.0 or 1 by True, is
         # found by the item's check under the old key: the keys by type and bits too)
-        checks.append((_KEYS, x, keys, None))
+        checks.append((_KEYS, x, keys[0], keys[1]))
     for k, v in list(x.items()):
+        if skip and k in skip:
+            continue
         # (atoms by type and bits: {"s": 0.0} and {"s": -0.0} are equal dicts)
         out.append(_atom(k) if type(k) in _ATOMS else id(k))
         checks.append((_ITEM, x, k, v))
@@ -721,12 +779,29 @@ def _walk_dict(x, out, seen, depth, checks):
             _walk(v, out, seen, depth, checks)
 
 
-def _exact_keys(x):
-    """A dict's keys by type and bits, or None when they are all strings (which compare
-    exactly by ==)."""
-    if all(type(k) is str for k in x):
+def _key_kinds(x):
+    """(the types of a dict's keys, in one pass of C: 1, 1.0 and True are one key; the
+    float, complex and tuple keys by their bits, or None if it has none: 0.0 and -0.0 are
+    one key); None when the keys are all strings, which compare exactly by ==."""
+    kinds = tuple(map(type, x))
+    distinct = set(kinds)
+    if distinct == _STR:
         return None
-    return tuple(_exact(k) for k in x)
+    return kinds, _inexact_keys(x) if not _INEXACT_KEYS.isdisjoint(distinct) else None
+
+
+def _inexact_keys(x):
+    return tuple(_exact(k) for k in x if type(k) in _INEXACT_KEYS)
+
+
+def _exact_keys(x):
+    """A dict's keys in a form whose == is exact (see _key_kinds); None for string keys."""
+    kinds = _key_kinds(x)
+    return kinds if kinds is None else (tuple(x), kinds)
+
+
+_STR = {str}
+_INEXACT_KEYS = frozenset([float, complex, tuple, frozenset])
 
 
 _EVERY_NAME = None  # (the attributes a module walk reads: all of them)
@@ -781,9 +856,7 @@ def _walk_dynamic(fn, dynamic, alias, names, attributes, out, seen, depth, check
                 value = g[name]
                 checks.append((_ITEM, g, name, value))
                 out.append(name)
-                _walk(value, out, seen, depth, checks)
-                if isinstance(value, types.ModuleType):
-                    _walk_module(value, attributes, out, seen, depth, checks)
+                _walk_read(value, attributes, out, seen, depth, checks)
         except TooMuch as error:
             if str(error):
                 raise
@@ -990,7 +1063,7 @@ def generators_reachable(x):
     its function and arguments, as two lists."""
     checks = []
     try:
-        _walk(x, [], set(), 0, checks)
+        _walk_top(x, [], checks)
     except Exception:  # (TooMuch, or an object the walk cannot read: the ones found)
         pass
     return ([c[1] for c in checks if c[0] == _GENERATOR],

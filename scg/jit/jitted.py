@@ -18,7 +18,7 @@ from ..core import effects, pytree
 from ..core.random_state import (global_random_position, position_keeper,
                                  python_random_position, restore_position, save_position)
 from ..core.tape import THREAD, Tracer, new_level
-from .fingerprint import (BUDGET, TooMuch, Watch, _atom, _exact, fingerprint,
+from .fingerprint import (BUDGET, TooMuch, Watch, _atom, _exact, _exact_keys, fingerprint,
                           generators_reachable)
 from .recording import ACTIVE, Var, _Recording, compile_program, generators_of, same
 
@@ -517,7 +517,7 @@ def _collect(x, traced, spec):
         keys = tuple(x)
         for k in keys:
             if type(k) is not str:  # (keys by type and bits: 0.0 and -0.0 are one key)
-                keys = tuple(_exact(k) for k in keys)
+                keys = _exact_keys(x)
                 break
         spec.append((dict, keys))
         for v in x.values():

@@ -272,8 +272,10 @@ class _Recording(Handler):
         return obj
 
     def check(self, predicate, x, where):
-        if type(x) is Var and x.rec is self and self.open:
-            return self.expect(predicate, x, where)
+        if type(x) is Var:
+            if x.rec is self and self.open:
+                return self.expect(predicate, x, where)
+            x = x.concrete  # (a value of another call, kept outside it: its number)
         return bool(predicate(x))
 
     def generator(self, rng):

@@ -305,8 +305,8 @@ def draw_site(run, msg):
     out.law = d.aux.get("law")  # (DReG's proposal, REBAR's relaxation: PerSample.law)
     law = draw is d.handed_out  # (the law's own draws, whatever the estimator declares)
     site = Site(name, dist, out, est, reason, run.plates, param_deps, d.aux,
-                own_draws=law or est.promises("own_draws"),
-                draws_from_law=law or est.promises("draws_from_law"))
+                own_draws=law or bool(est.own_draws),
+                draws_from_law=law or bool(est.draws_from_law))
     est.after_draw(site, run)
     run.add_site(site)
     return out

@@ -112,7 +112,7 @@ def test_a_subclass_that_draws_its_own_values_promises_nothing_unless_it_says_so
         draws_from_law = True
 
     def promised(est):
-        return est.promises("own_draws"), est.promises("draws_from_law")
+        return est.own_draws, est.draws_from_law
 
     assert promised(Reweighted()) == (True, True)
     assert promised(Drawing()) == (False, False)
@@ -158,7 +158,7 @@ def test_a_newcomers_estimator_that_returns_the_laws_draws_keeps_both_promises()
         def draw(self, d):
             return d.path(d.noise())
 
-    assert not FromScratch().promises("own_draws")
+    assert not FromScratch().own_draws
     E = scg.expectation(_model(FromScratch()), n=4, seed=0)
     E(THETA)  # (no term of its own: the value only)
     site = E.last_trace.sites["b"]
