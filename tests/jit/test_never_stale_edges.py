@@ -805,3 +805,100 @@ def test_a_jitted_function_of_a_module_pickles_with_pickle():
     assert pickle.loads(pickle.dumps(doubled)) is doubled
     assert cloudpickle.loads(cloudpickle.dumps(doubled)) is doubled
     np.testing.assert_array_equal(pickle.loads(pickle.dumps(doubled))(np.ones(2)), 2.0)
+
+
+# ---------------------------------------------------------------- modules held, not named
+_HELD = "scg_test_edges_held_module"
+
+
+class _HoldsSettings:
+    def __init__(self, cfg):
+        self.cfg = cfg
+
+    def scale(self):
+        return self.cfg.SCALE
+
+
+def _module_holders():
+    """name -> cfg -> read(): a module reached as a value, read by code other than the
+    function that reaches it."""
+    def bound_method(cfg):
+        return _HoldsSettings(cfg).scale
+
+    def object_through_a_closure(cfg):
+        holder = _HoldsSettings(cfg)
+        return lambda: holder.scale()
+
+    def class_attribute(cfg):
+        class Settings:
+            module = cfg
+
+            @staticmethod
+            def scale():
+                return Settings.module.SCALE
+        return lambda: Settings.scale()
+
+    def partial_argument(cfg):
+        return functools.partial(lambda m: m.SCALE, cfg)
+
+    def two_helpers_of_one_dict(cfg):
+        mods = {"cfg": cfg}
+
+        def first():
+            return mods["cfg"].OTHER
+
+        def second():
+            return mods["cfg"].SCALE
+        return lambda: first() * second()
+    return {f.__name__: f for f in (bound_method, object_through_a_closure,
+                                    class_attribute, partial_argument,
+                                    two_helpers_of_one_dict)}
+
+
+@pytest.mark.parametrize("name", list(_module_holders()))
+def test_a_module_held_by_a_value_is_read_by_the_code_that_reads_it(name):
+    def make():
+        cfg = types.ModuleType(_HELD)
+        cfg.SCALE, cfg.OTHER = 1.0, 1.0
+        sys.modules[_HELD] = cfg
+        return _grad_of(_module_holders()[name](cfg)), lambda: setattr(cfg, "SCALE", 3.0)
+    _changes_seen(make, module=_HELD)
+
+
+def test_a_module_passed_as_an_argument_keys_by_its_settings():
+    cfg = types.ModuleType(_HELD)
+    cfg.SCALE = 1.0
+
+    def step(theta, settings):
+        return theta * settings.SCALE
+
+    jitted = scg.jit(step)
+    theta = np.array([1.0])
+    for scale in (1.0, 1.0, 1.0, 3.0, 3.0):
+        cfg.SCALE = scale
+        assert_same(jitted(theta, cfg), step(theta, cfg))
+
+
+def test_a_value_kept_from_a_recording_runs_afresh_with_the_eager_numbers():
+    """A jitted step that stores what it computes in an object it reaches (self.params
+    = ...) gives the eager numbers; the next calls run afresh and explain() says why."""
+    class Coin:
+        def __init__(self):
+            self.params = np.array(0.0)
+            self.grad = scg.value_and_grad(scg.expectation(self.model, n=8, seed=0))
+
+        def model(self, theta):
+            a = scg.sample("a", scg.Bernoulli(logits=theta))
+            return (a - 0.3) ** 2
+
+        def step(self):
+            loss, g = self.grad(self.params)
+            self.params = self.params - 0.1 * g
+            return loss
+
+    eager, held = Coin(), Coin()
+    jitted = scg.jit(held.step)
+    for _ in range(5):
+        assert_same(jitted(), eager.step())
+        assert float(held.params) == float(eager.params)
+    assert "return the new state from the function" in jitted.explain()
