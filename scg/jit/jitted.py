@@ -11,6 +11,7 @@ import functools
 import re
 import sys
 import types
+from threading import current_thread
 
 import numpy as np
 
@@ -23,6 +24,7 @@ from .fingerprint import (BUDGET, TooMuch, Watch, _atom, _exact, _exact_keys, fi
 from .recording import ACTIVE, Var, _Recording, compile_program, generators_of, same
 
 _RECORDINGS_PER_KEY = 4  # recordings that never repeat themselves: stop trying
+_OUTSIDE_DRAWS = 3  # recordings that saw random numbers drawn outside scg.sample: stop
 _KEYS = 32               # structures kept per jitted function
 _GIVE_UP = 64            # new structures without a replay: stop recording
 
@@ -80,7 +82,7 @@ class _Entry:
 
     __slots__ = ("program", "source", "last", "recordings", "replays", "misses", "refused",
                  "guards", "n_ops", "out_def", "same_in_a_row", "unstable", "generators",
-                 "keepers", "failures", "error", "built")
+                 "keepers", "failures", "error", "built", "outside")
 
     def __init__(self):
         self.program = None
@@ -97,6 +99,7 @@ class _Entry:
         self.generators = []
         self.keepers = []  # (save, restore) of each generator's position
         self.failures = 0
+        self.outside = 0
         self.error = None
 
 
@@ -125,7 +128,8 @@ class Jitted:
             inputs = []
             shape_key = _arguments_key(args, inputs, [])
             if shape_key is not None:
-                entry = self._entries.get((shape_key, self._watch.get(self.fn)))
+                entry = self._entries.get((shape_key, self._watch.get(self.fn),
+                                           current_thread()))
                 if entry is not None and entry.program is not None:
                     out = self._replay(entry, inputs)
                     if out is not _MISSED:
@@ -152,7 +156,10 @@ class Jitted:
             if shape_key is None:
                 shape_key = (_freeze(treedef), fingerprint(tuple(spec)))
             function_key = self._watch.get(self.fn)
-            key = (shape_key, function_key)
+            # (each thread its own recordings: what the function reads through the thread,
+            # threading.current_thread() or a dict keyed by it, differs between threads; the
+            # thread object, not its number, which a later thread may be given again)
+            key = (shape_key, function_key, current_thread())
             hash(key)
         except (TypeError, TooMuch):  # (unhashable or too large static arguments)
             function_key = key = None
@@ -282,21 +289,30 @@ class Jitted:
             self.stats["eager"] += 1
             return self.fn(*args, **kwargs)
         drawn = {id(g) for g, _ in rec.generators.values()}
-        for g, before in zip(reachable, positions):
-            if id(g) not in drawn and _position(g) != _same_form(before):
-                rec.refuse("the function draws from a numpy Generator itself (not through "
-                           "scg.sample): a replay would repeat its numbers")
-        if any(r.getstate() != p for r, p in zip(python_generators, python_positions)):
-            rec.refuse("the function draws from a random.Random it holds: a replay would "
-                       "repeat its numbers; draw with scg.sample or from a numpy Generator "
-                       "passed in")
-        if python_random_position() != python_random:
-            rec.refuse("the function draws from Python's random module (random.random and "
-                       "the like): a replay would repeat its numbers; draw with scg.sample "
-                       "or from a numpy Generator passed in")
-        if global_random_position() != global_random:
-            rec.refuse("the function draws from numpy's global generator (np.random.*): a "
-                       "replay would repeat its numbers")
+        outside, unused = None, False  # (random numbers drawn outside scg.sample while
+        # it was recorded)
+        if any(id(g) not in drawn and _position(g) != _same_form(before)
+               for g, before in zip(reachable, positions)):
+            outside = "draws from a numpy Generator itself (not through scg.sample)"
+        elif any(r.getstate() != p for r, p in zip(python_generators, python_positions)):
+            outside = "draws from a random.Random it holds"
+        elif python_random_position() != python_random:
+            outside = "draws from Python's random module (random.random and the like)"
+        elif global_random_position() != global_random:
+            outside = "draws from numpy's global generator (np.random.*)"
+        if outside is not None:
+            # (or another thread drew from it meanwhile: that recording is not used, and
+            # only recordings that see it again and again stop the replays for good)
+            entry.outside += 1
+            if entry.outside >= _OUTSIDE_DRAWS:
+                rec.refuse(f"the function {outside}, or another thread drew from it while "
+                           f"the function was recorded ({entry.outside} recordings): a "
+                           "replay would repeat its numbers; draw with scg.sample or from "
+                           "a numpy Generator passed in")
+            else:
+                entry.error = f"while it was recorded, the function {outside}, or another " \
+                    "thread drew from it"
+                unused = True
         out_leaves, out_def = pytree.flatten_leaves(out)
         for o in out_leaves:
             if isinstance(o, Tracer) and type(o) is not Var:
@@ -308,6 +324,8 @@ class Jitted:
             if type(o) is Var else o for o in out_leaves])
         if rec.invalid is not None:
             entry.refused = rec.invalid
+            return result
+        if unused:
             return result
         signature = _signature(rec, out_leaves, inputs)
         if entry.last is not None and _same_signature(entry.last, signature):
