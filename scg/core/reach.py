@@ -1,5 +1,6 @@
-"""The numpy Generators a function can reach: through its closures, defaults, the globals
-it names, partials, bound methods, containers and objects' attributes.
+"""The generators a function can reach (numpy Generators, Python random.Random objects):
+through its closures, defaults, the globals it names, partials, bound methods, containers
+and objects' attributes.
 
 A model that draws from such a generator itself (`rng.normal()`) draws one number shared
 by every one of its n draws: the estimate's error bars are then wrong. The stochastic
@@ -7,6 +8,7 @@ layer saves these generators' positions around a run and warns when one moved.
 """
 
 import functools
+import random
 import types
 
 import numpy as np
@@ -17,15 +19,17 @@ _SKIP = (type, types.ModuleType, types.BuiltinFunctionType, np.ufunc, np.ndarray
 
 
 def generators_reachable(x):
-    """The distinct numpy Generators reachable from x (a function, a tuple of them and
-    their arguments)."""
+    """The distinct numpy Generators and random.Random objects (but SystemRandom, which
+    keeps no position) reachable from x (a function, a tuple of them and their
+    arguments)."""
     found, seen, stack = [], set(), [x]
     while stack and len(seen) < _BUDGET:
         obj = stack.pop()
         if isinstance(obj, _SKIP) or id(obj) in seen:
             continue
         seen.add(id(obj))
-        if isinstance(obj, np.random.Generator):
+        if isinstance(obj, np.random.Generator) or (
+                isinstance(obj, random.Random) and not isinstance(obj, random.SystemRandom)):
             found.append(obj)
         elif isinstance(obj, types.FunctionType):
             stack.extend(c.cell_contents for c in obj.__closure__ or () if _filled(c))

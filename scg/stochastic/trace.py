@@ -343,6 +343,7 @@ def run_model(model, args, kwargs, *, n, rng, decisions, reasons, record=False,
             saved = runtime.on_op
             runtime.on_op = trace._on_op if record else None
             numpy_state = random_state.global_random_position()
+            python_state = random_state.python_random_position()
             try:
                 call_args = wrap_args(args, level, trace.rows) if wrap_args else args
                 out = model(*call_args, **kwargs)
@@ -365,6 +366,8 @@ def run_model(model, args, kwargs, *, n, rng, decisions, reasons, record=False,
                 _close(layout)
             if random_state.global_random_position() != numpy_state:
                 _warn_numpy_random(model)
+            if random_state.python_random_position() != python_state:
+                _warn_python_random(model)
             if any(random_state.save_position(g) != b for g, b in zip(own, before)):
                 _warn_own_generator(model)
                 before = [random_state.save_position(g) for g in own]  # (warned once)
@@ -410,10 +413,22 @@ def _count(counter):
 def _warn_own_generator(model):
     warnings.warn(
         f"the model {getattr(model, '__name__', model)!r} drew random numbers from a numpy "
-        "Generator of its own (rng.normal(), rng.random(), ...): such a number is drawn once "
-        "and shared by all n draws, so the estimate and its standard error are wrong. "
+        "Generator or a random.Random of its own (rng.normal(), rng.random(), ...): such a "
+        "number is drawn once and shared by all n draws, so the estimate and its standard "
+        "error are wrong. "
         "Randomness in a model comes only from scg.sample('name', dist), for example "
         "scg.sample('noise', scg.Normal(0.0, 1.0)) instead of rng.normal()",
+        RandomnessWarning, stacklevel=4)
+
+
+def _warn_python_random(model):
+    warnings.warn(
+        f"the model {getattr(model, '__name__', model)!r} drew random numbers from Python's "
+        "random module (random.random, random.gauss, ...): such a number is drawn once and "
+        "shared by all n draws, so the estimate and its standard error are wrong (unless "
+        "another thread drew from that generator meanwhile). Randomness in a model comes "
+        "only from scg.sample('name', dist); use, for example, scg.sample('u', "
+        "scg.Uniform(0.0, 1.0)) instead of random.random()",
         RandomnessWarning, stacklevel=4)
 
 

@@ -96,8 +96,11 @@ def test_draws_from_pythons_random_module_run_afresh():
         f = scg.jit(g) if jit else g
         return [f(np.array([0.1]))[0] for _ in range(12)], f
 
-    eager, _ = run(False)
-    jitted, f = run(True)
+    # (a model's own random numbers: warned of, eagerly and under scg.jit alike)
+    with pytest.warns(scg.RandomnessWarning, match="Python's random module"):
+        eager, _ = run(False)
+    with pytest.warns(scg.RandomnessWarning, match="Python's random module"):
+        jitted, f = run(True)
     assert jitted == eager
     assert f.stats["replays"] == 0
     assert "Python's random module" in f.explain()

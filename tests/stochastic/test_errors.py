@@ -172,11 +172,11 @@ def test_a_generator_of_the_model_s_own_draws_one_number_for_all_draws_and_warns
     def takes_it(mu, gen):
         return (scg.sample("x", scg.Normal(mu, 1.0)) + gen.normal()) ** 2
 
-    with pytest.warns(scg.RandomnessWarning, match="a numpy Generator of its own"):
+    with pytest.warns(scg.RandomnessWarning, match="a numpy Generator or a random.Random of its own"):
         scg.expectation(closes_over, n=10, seed=1)(0.0)
-    with pytest.warns(scg.RandomnessWarning, match="a numpy Generator of its own"):
+    with pytest.warns(scg.RandomnessWarning, match="a numpy Generator or a random.Random of its own"):
         scg.expectation(takes_it, n=10, seed=1)(0.0, np.random.default_rng(2))
-    with pytest.warns(scg.RandomnessWarning, match="a numpy Generator of its own"):
+    with pytest.warns(scg.RandomnessWarning, match="a numpy Generator or a random.Random of its own"):
         scg.trace(closes_over, 0.0, n=4)
 
     import warnings
@@ -189,6 +189,24 @@ def test_a_generator_of_the_model_s_own_draws_one_number_for_all_draws_and_warns
         unused = np.random.default_rng(3)
         scg.expectation(lambda mu: scg.sample("x", scg.Normal(mu, 1.0)) ** 2 +
                         0.0 * (unused is None), n=10, seed=1)(0.0)
+
+
+def test_python_random_numbers_in_a_model_warn():
+    """random.random() or a random.Random the model holds: one number for all n draws,
+    warned of as numpy's are."""
+    import random
+    held = random.Random(0)
+
+    def global_module(mu):
+        return (scg.sample("x", scg.Normal(mu, 1.0)) + random.random()) ** 2
+
+    def its_own(mu):
+        return (scg.sample("x", scg.Normal(mu, 1.0)) + held.gauss(0.0, 1.0)) ** 2
+
+    with pytest.warns(scg.RandomnessWarning, match="Python's random module"):
+        scg.expectation(global_module, n=10, seed=1)(0.0)
+    with pytest.warns(scg.RandomnessWarning, match="a random.Random of its own"):
+        scg.expectation(its_own, n=10, seed=1)(0.0)
 
 
 def test_a_hand_written_term_that_is_not_one_number_names_the_estimator_and_the_shape():
