@@ -48,7 +48,10 @@ _PCG64 = _pcg64_access()
 
 def save_position(rng):
     """Where a numpy Generator (or a random.Random) is in its stream (see
-    restore_position)."""
+    restore_position; Python's global generator's position compares, it does not
+    restore)."""
+    if rng is PYTHON_RANDOM:
+        return _python_reader()
     if isinstance(rng, random.Random):
         return rng.getstate()
     bg = rng.bit_generator
@@ -59,7 +62,7 @@ def save_position(rng):
 
 def restore_position(rng, saved):
     if isinstance(rng, random.Random):
-        rng.setstate(saved)
+        rng.setstate(saved)  # (not Python's global one: its position is for comparing)
         return
     bg = rng.bit_generator
     if type(saved) is bytes:
@@ -89,6 +92,9 @@ def position_keeper(rng):
     return save, lambda position: restore_position(rng, position)
 
 
+PYTHON_RANDOM = getattr(random, "_inst")  # the generator behind random.random and the like
+
+
 def python_random_position():
     """Where Python's own global generator (random.random and the like) is in its stream."""
     return _python_reader()
@@ -98,17 +104,19 @@ def _python_random_reader():
     """A function giving the global random.Random's position: its Mersenne Twister index
     and first state word, read through its C object (a fraction of a microsecond, against
     7 for `random.getstate()`), checked against getstate(); else getstate itself."""
-    generator = random._inst
+    generator = PYTHON_RANDOM
     try:
         address = id(generator) + 2 * ctypes.sizeof(ctypes.c_void_p)  # (after PyObject_HEAD)
         index = ctypes.c_int.from_address(address)
-        first = ctypes.c_uint32.from_address(address + ctypes.sizeof(ctypes.c_int))
+        words = (ctypes.c_uint32 * 2).from_address(address + ctypes.sizeof(ctypes.c_int))
 
         def fast():
-            return index.value, first.value
+            # (the index and the first two words: a seed sets the first word to 2^31 and
+            # the index to 624, the second to what the seed gives; gauss keeps a number)
+            return index.value, words[0], words[1], generator.gauss_next
 
         state = generator.getstate()[1]
-        if fast() == (state[-1], state[0]):
+        if fast() == (state[-1], state[0], state[1], generator.gauss_next):
             before = fast()
             saved = generator.getstate()
             generator.random()

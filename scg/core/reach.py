@@ -25,6 +25,9 @@ def generators_reachable(x):
     found, seen, stack = [], set(), [x]
     while stack and len(seen) < _BUDGET:
         obj = stack.pop()
+        if obj is random or isinstance(getattr(obj, "__self__", None), random.Random):
+            # (the random module, random.random, rng.gauss: their generator)
+            obj = getattr(random, "_inst") if obj is random else obj.__self__
         if isinstance(obj, _SKIP) or id(obj) in seen:
             continue
         seen.add(id(obj))

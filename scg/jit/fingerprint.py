@@ -71,13 +71,33 @@ def _walk_top(x, out, checks):
         while done < len(reading.held):  # (a module's values may hold more modules)
             module = reading.held[done]
             done += 1
-            every = reading.every
-            # (no code walked, a module passed as an argument: every setting of a user's)
-            names = _EVERY_NAME if _EVERY_NAME in every else \
-                tuple(every) if every else _EveryUserName()
-            _walk_module(module, names, out, seen, 0, checks)
+            _walk_module(module, _held_names(reading.every, _user_module(module)), out,
+                         seen, 0, checks)
+        return not _THREAD_NAMES.isdisjoint(reading.every)  # (does it read the thread?)
     finally:
         reading.names, reading.every, reading.held = outer
+
+
+def _held_names(every, user):
+    """The names by which a module reached as a value is read at the end of a walk: those
+    every code walked spells; for a user's module, every attribute when some code computes
+    a name (getattr(mod, k), vars(mod)[k]), and every setting when no code was walked (a
+    module passed as an argument). A library's module only by the names spelled: a
+    computed name somewhere must not walk all of numpy."""
+    spelled = tuple(k for k in every if type(k) is str)
+    if not user:
+        return spelled
+    if _EVERY_NAME in every:
+        return _EVERY_NAME
+    if _EVERY_USER in every or not every:
+        return _EveryUserName(spelled)
+    return spelled
+
+
+_EVERY_USER = object()  # (in _Reading.every: some code reads vars(mod)[k], mod.__dict__[k])
+# names whose reading makes what a function computes depend on the thread calling it
+_THREAD_NAMES = frozenset(["current_thread", "currentThread", "get_ident", "get_native_id",
+                           "main_thread", "local", "_local", "ident", "native_id"])
 
 
 def _unwalkable(error):
@@ -91,12 +111,14 @@ class Watch:
     changed: `checks` are the reads the walk made (a closure cell, a global, an attribute,
     a container's item and length, an array's contents), each with what it gave; if every
     read gives the same object again (and arrays the same contents), the walk would give
-    the same fingerprint."""
+    the same fingerprint. `per_thread`: the function reads the thread calling it
+    (threading.current_thread(), a threading.local), so its recordings are each thread's."""
 
-    __slots__ = ("checks", "value", "tokens", "epoch", "reason")
+    __slots__ = ("checks", "value", "tokens", "epoch", "reason", "per_thread")
 
     def __init__(self):
         self.checks = None
+        self.per_thread = False
         self.value = None
         self.epoch = 0
         self.tokens = {}  # fingerprint -> a small number standing for it in keys
@@ -108,7 +130,7 @@ class Watch:
             return self.value
         out, checks = [], []
         try:
-            _walk_top(fn, out, checks)
+            per_thread = _walk_top(fn, out, checks)
         except TooMuch as error:
             self.reason = str(error) or None
             return None  # (the caller runs the function afresh)
@@ -121,6 +143,7 @@ class Watch:
             tokens.clear()
             self.epoch += 1
         self.value = tokens.setdefault(tuple(out), (self.epoch, len(tokens)))
+        self.per_thread = per_thread
         self.checks = _compiled(checks)
         return self.value
 
@@ -498,6 +521,8 @@ def _walk(x, out, seen, depth, checks):
         # bound method of one is followed through its __self__, a Generator say)
         out.append(id(x))
         return
+    if isinstance(x, threading.local) and _READING.every is not None:
+        _READING.every["local"] = None  # (its attributes are each thread's: see Watch)
     attrs = _read(x, "__dict__", None)
     slots = [name for c in t.__mro__ for name in getattr(c, "__slots__", ())
              if name not in ("__dict__", "__weakref__")]
@@ -562,6 +587,8 @@ def _walk_function(x, code, out, seen, depth, checks):
             every[_EVERY_NAME] = None
         else:
             every.update(dict.fromkeys(attributes))
+            if type(attributes) is _EveryUserName:
+                every[_EVERY_USER] = None
     for cell in x.__closure__ or ():
         try:
             value = cell.cell_contents

@@ -128,8 +128,10 @@ class Jitted:
             inputs = []
             shape_key = _arguments_key(args, inputs, [])
             if shape_key is not None:
-                entry = self._entries.get((shape_key, self._watch.get(self.fn),
-                                           current_thread()))
+                watch = self._watch
+                function_key = watch.get(self.fn)
+                entry = self._entries.get(
+                    (shape_key, function_key, current_thread() if watch.per_thread else None))
                 if entry is not None and entry.program is not None:
                     out = self._replay(entry, inputs)
                     if out is not _MISSED:
@@ -156,10 +158,11 @@ class Jitted:
             if shape_key is None:
                 shape_key = (_freeze(treedef), fingerprint(tuple(spec)))
             function_key = self._watch.get(self.fn)
-            # (each thread its own recordings: what the function reads through the thread,
-            # threading.current_thread() or a dict keyed by it, differs between threads; the
-            # thread object, not its number, which a later thread may be given again)
-            key = (shape_key, function_key, current_thread())
+            # (a function that reads the thread calling it, threading.current_thread() or a
+            # threading.local: each thread its own recordings; the thread object, not its
+            # number, which a later thread may be given again)
+            key = (shape_key, function_key,
+                   current_thread() if self._watch.per_thread else None)
             hash(key)
         except (TypeError, TooMuch):  # (unhashable or too large static arguments)
             function_key = key = None
@@ -300,15 +303,17 @@ class Jitted:
             outside = "draws from Python's random module (random.random and the like)"
         elif global_random_position() != global_random:
             outside = "draws from numpy's global generator (np.random.*)"
-        if outside is not None:
+        if outside is None:
+            entry.outside = 0  # (three in a row stop the replays: see below)
+        else:
             # (or another thread drew from it meanwhile: that recording is not used, and
             # only recordings that see it again and again stop the replays for good)
             entry.outside += 1
             if entry.outside >= _OUTSIDE_DRAWS:
                 rec.refuse(f"the function {outside}, or another thread drew from it while "
-                           f"the function was recorded ({entry.outside} recordings): a "
-                           "replay would repeat its numbers; draw with scg.sample or from "
-                           "a numpy Generator passed in")
+                           f"the function was recorded ({entry.outside} recordings in a "
+                           "row): a replay would repeat its numbers; draw with scg.sample "
+                           "or from a numpy Generator passed in")
             else:
                 entry.error = f"while it was recorded, the function {outside}, or another " \
                     "thread drew from it"

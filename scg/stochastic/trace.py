@@ -343,7 +343,6 @@ def run_model(model, args, kwargs, *, n, rng, decisions, reasons, record=False,
             saved = runtime.on_op
             runtime.on_op = trace._on_op if record else None
             numpy_state = random_state.global_random_position()
-            python_state = random_state.python_random_position()
             try:
                 call_args = wrap_args(args, level, trace.rows) if wrap_args else args
                 out = model(*call_args, **kwargs)
@@ -366,10 +365,12 @@ def run_model(model, args, kwargs, *, n, rng, decisions, reasons, record=False,
                 _close(layout)
             if random_state.global_random_position() != numpy_state:
                 _warn_numpy_random(model)
-            if random_state.python_random_position() != python_state:
-                _warn_python_random(model)
-            if any(random_state.save_position(g) != b for g, b in zip(own, before)):
-                _warn_own_generator(model)
+            moved = [g for g, b in zip(own, before) if random_state.save_position(g) != b]
+            if moved:
+                if any(g is random_state.PYTHON_RANDOM for g in moved):
+                    _warn_python_random(model)
+                else:
+                    _warn_own_generator(model)
                 before = [random_state.save_position(g) for g in own]  # (warned once)
             invalid = {s: w for s, w in trace.rough_sites().items()
                        if trace.sites[s].reason != "requested"}

@@ -100,3 +100,23 @@ def test_a_jitted_function_shared_by_threads_each_with_its_own_expectation():
             assert_same(w, g)
     if "numpy Generator itself" in jitted.explain():
         assert "or another thread drew from it" in jitted.explain()
+
+
+def test_a_thread_pool_shares_the_recordings_of_a_function_that_does_not_read_the_thread():
+    """Workers of a pool, each a new thread, replay what the first recorded: a function
+    that does not read the thread calling it has one set of recordings."""
+    from concurrent.futures import ThreadPoolExecutor
+    E, Ej = pair(bernoulli_plate, n=8, seed=3)
+    eager, jitted = scg.grad(E), scg.jit(scg.grad(Ej))
+    logits = np.linspace(-1.0, 1.0, 10)
+    want = [eager(logits) for _ in range(40)]
+    got = []
+    for _ in range(4):  # (a new pool, new threads, each time)
+        with ThreadPoolExecutor(max_workers=3) as pool:
+            got += list(pool.map(lambda _: None, range(1)))  # (threads started)
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            got += list(pool.map(lambda _: jitted(logits), range(10)))
+    got = [g for g in got if g is not None]
+    for w, g in zip(want, got):
+        assert_same(w, g)
+    assert jitted.stats["recordings"] == 2, jitted.explain()
