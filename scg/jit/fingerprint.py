@@ -812,7 +812,7 @@ def _key_kinds(x):
     one key); None when the keys are all strings, which compare exactly by ==."""
     kinds = tuple(map(type, x))
     distinct = set(kinds)
-    if distinct == _STR:
+    if distinct <= _STR:  # (no keys, or strings only)
         return None
     return kinds, _inexact_keys(x) if not _INEXACT_KEYS.isdisjoint(distinct) else None
 
