@@ -131,12 +131,14 @@ class Watch:
         out, checks = [], []
         try:
             per_thread = _walk_top(fn, out, checks)
-        except TooMuch as error:
-            self.reason = str(error) or None
-            return None  # (the caller runs the function afresh)
-        except Exception as error:  # (an object the walk does not know how to read: the
-            # user's call must not fail for it; it runs afresh, and explain() says why)
-            self.reason = _unwalkable(error)
+        except Exception as error:  # (TooMuch, or an object the walk does not know how to
+            # read: the user's call must not fail for it; it runs afresh, and explain()
+            # says why; the reads made up to there, unchanged, would stop a walk there
+            # again: they are checked instead of walking again on every call)
+            self.reason = (str(error) or None) if isinstance(error, TooMuch) else \
+                _unwalkable(error)
+            self.value = None
+            self.checks = _compiled(checks)
             return None
         tokens = self.tokens
         if len(tokens) >= _TOKENS:  # (a function that changes on every call)

@@ -199,3 +199,37 @@ def test_compiled_watch_sees_the_change(case):
         assert same(jitted(x), fn(x))
     finally:
         _Shadow.s, _GLOBAL_SCALE = saved
+
+
+def test_a_walk_that_gave_up_is_not_walked_again_until_what_it_read_changes(monkeypatch):
+    """A function reaching an object the walk cannot read runs afresh (explain() names
+    it); the reads made before the walk stopped are checked on later calls instead of
+    walking again every time, and a change among them makes the walk run again."""
+    walks = []
+    walk_top = F._walk_top
+
+    def counting(*args):
+        walks.append(1)
+        return walk_top(*args)
+    monkeypatch.setattr(F, "_walk_top", counting)
+
+    class Unreadable:  # (names its attributes for the walk, but has no __dict__)
+        __slots__ = ("scale",)
+        __fingerprint_attrs__ = ("scale",)
+
+    odd = Unreadable()
+    odd.scale = 2.0
+    gain = [1.0]
+
+    def f(x):
+        return x * gain[0] * odd.scale
+
+    jitted = scg.jit(f)
+    x = np.arange(3.0)
+    for _ in range(5):
+        assert same(jitted(x), f(x))
+    assert len(walks) == 1, len(walks)
+    assert "could not read" in jitted.explain()
+    gain[0] = 3.0  # (read before the walk stopped: walked again)
+    assert same(jitted(x), f(x))
+    assert len(walks) == 2
