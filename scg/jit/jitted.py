@@ -16,7 +16,7 @@ from threading import current_thread
 import numpy as np
 
 from ..core import effects, pytree
-from ..core.random_state import (global_random_position, position_keeper,
+from ..core.random_state import (PYTHON_RANDOM, global_random_position, position_keeper,
                                  python_random_position, restore_position, save_position)
 from ..core.tape import THREAD, Tracer, new_level
 from .fingerprint import (BUDGET, TooMuch, Watch, _atom, _exact, _exact_keys, fingerprint,
@@ -297,7 +297,8 @@ class Jitted:
         if any(id(g) not in drawn and _position(g) != _same_form(before)
                for g, before in zip(reachable, positions)):
             outside = "draws from a numpy Generator itself (not through scg.sample)"
-        elif any(r.getstate() != p for r, p in zip(python_generators, python_positions)):
+        elif any(r.getstate() != p and r is not PYTHON_RANDOM
+                 for r, p in zip(python_generators, python_positions)):
             outside = "draws from a random.Random it holds"
         elif python_random_position() != python_random:
             outside = "draws from Python's random module (random.random and the like)"
