@@ -101,9 +101,10 @@ def python_random_position():
 
 
 def _python_random_reader():
-    """A function giving the global random.Random's position: its Mersenne Twister index
-    and first state word, read through its C object (a fraction of a microsecond, against
-    7 for `random.getstate()`), checked against getstate(); else getstate itself."""
+    """A function giving the global random.Random's position: its Mersenne Twister index,
+    its first two state words and the Gaussian it keeps, read through its C object (a
+    fraction of a microsecond, against 7 for `random.getstate()`), checked against
+    getstate(); else getstate itself."""
     generator = PYTHON_RANDOM
     try:
         address = id(generator) + 2 * ctypes.sizeof(ctypes.c_void_p)  # (after PyObject_HEAD)

@@ -13,6 +13,8 @@ import types
 
 import numpy as np
 
+from .random_state import PYTHON_RANDOM
+
 _BUDGET = 20_000  # objects visited at most (a large object graph: the rest is not searched)
 _SKIP = (type, types.ModuleType, types.BuiltinFunctionType, np.ufunc, np.ndarray, np.generic,
          str, bytes, int, float, complex, bool, type(None))
@@ -27,7 +29,7 @@ def generators_reachable(x):
         obj = stack.pop()
         if obj is random or isinstance(getattr(obj, "__self__", None), random.Random):
             # (the random module, random.random, rng.gauss: their generator)
-            obj = getattr(random, "_inst") if obj is random else obj.__self__
+            obj = PYTHON_RANDOM if obj is random else obj.__self__
         if isinstance(obj, _SKIP) or id(obj) in seen:
             continue
         seen.add(id(obj))

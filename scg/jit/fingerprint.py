@@ -646,10 +646,7 @@ def _imported_modules(code, package):
     statement, with their parent packages (`import a.b` reads a, then a.b); relative
     imports resolved against the function's package."""
     found = []
-    stack = [code]
-    while stack:
-        c = stack.pop()
-        stack += [k for k in c.co_consts if isinstance(k, types.CodeType)]
+    for c in _codes(code):
         if not c.co_names:
             continue
         ops = list(dis.get_instructions(c))
@@ -965,10 +962,7 @@ def _module_lookups(code):
     subscript or the call; anything else (a computed name, sys.modules stored or passed
     on, more arguments) counts as computed. `name in sys.modules` looks nothing up."""
     named, own, computed = set(), False, False
-    stack = [code]
-    while stack:
-        c = stack.pop()
-        stack += [k for k in c.co_consts if isinstance(k, types.CodeType)]
+    for c in _codes(code):
         if _DYNAMIC.isdisjoint(c.co_names):
             continue
         ops = [i for i in dis.get_instructions(c) if i.opname not in _SKIPPED]
@@ -1028,25 +1022,25 @@ def _attribute_names(code):
     if _computes_names(code):
         return _EVERY_NAME
     names = list(_global_names(code))
+    for c in _codes(code):
+        names += [k for k in c.co_consts if type(k) is str and k.isidentifier()]
+    return tuple(dict.fromkeys(names))
+
+
+def _codes(code):
+    """A code object and the code of every function nested in it."""
     stack = [code]
     while stack:
         c = stack.pop()
-        for k in c.co_consts:
-            if isinstance(k, types.CodeType):
-                stack.append(k)
-            elif type(k) is str and k.isidentifier():
-                names.append(k)
-    return tuple(dict.fromkeys(names))
+        stack += [k for k in c.co_consts if isinstance(k, types.CodeType)]
+        yield c
 
 
 def _computes_names(code):
     """Does the code (or a function nested in it) call getattr with a name that is not a
     constant string? Read from its bytecode: the instructions that push getattr's second
     argument must be one LOAD_CONST of a str."""
-    stack = [code]
-    while stack:
-        c = stack.pop()
-        stack += [k for k in c.co_consts if isinstance(k, types.CodeType)]
+    for c in _codes(code):
         if "getattr" not in c.co_names:
             continue
         ops = [i for i in dis.get_instructions(c) if i.opname not in ("CACHE", "EXTENDED_ARG")]

@@ -143,7 +143,6 @@ class PerSample(Tracer):
         return result
 
 
-
 def _is_ps(a, level):
     return type(a) is PerSample and a.level == level
 
