@@ -29,6 +29,8 @@ class Categorical(Distribution):
 
     Give exactly one of probs (entries >= 0 summing to 1 along the last axis) or
     logits (any reals). batch_shape is the parameter's shape without its last axis.
+    log_prob is that of the normalized probabilities, log(p_k / sum(p)): the same value,
+    and a gradient in probs through the normalization (as torch.distributions').
 
     Example:
         >>> scg.Categorical(probs=np.array([0.2, 0.8])).log_prob(1)   # log 0.8
@@ -56,12 +58,17 @@ class Categorical(Distribution):
     def _log_probs(self):
         if self.logits is not None:
             return R.log_softmax(self.logits, axis=-1)
+        # log(p_k / sum(p)): p sums to 1 (validated), but the gradient in p goes through
+        # the normalization, as torch.distributions' does, so the score has mean zero
         p = self.probs
         positive = np.greater(p, 0)
-        return np.where(positive, np.log(np.where(positive, p, 1.0)), -np.inf)
+        log_p = np.where(positive, np.log(np.where(positive, p, 1.0)), -np.inf)
+        return log_p - np.log(np.sum(p, axis=-1, keepdims=True))
 
     def _probs(self):
-        return self.probs if self.probs is not None else R.softmax(self.logits, axis=-1)
+        if self.probs is None:
+            return R.softmax(self.logits, axis=-1)
+        return self.probs / np.sum(self.probs, axis=-1, keepdims=True)
 
     def _sample(self, rng, shape):
         p = np.broadcast_to(plain(self._probs()), self._extended_shape(shape) + (self.num_categories,))

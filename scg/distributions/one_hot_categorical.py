@@ -61,7 +61,7 @@ class OneHotCategorical(Distribution):
         return Categorical(probs=self.probs, logits=self.logits, validate_args=False)
 
     def _probs(self):
-        return self.probs if self.probs is not None else R.softmax(self.logits, axis=-1)
+        return self._categorical()._probs()
 
     def _sample(self, rng, shape):
         k = self._categorical()._sample(rng, shape)

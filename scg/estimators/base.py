@@ -26,6 +26,10 @@ only what it changes.
 from ..errors import EstimatorError
 
 
+# how a line of an estimator's explain_terms() starts when a gradient call would raise
+INVALID = "a gradient raises EstimatorError: "
+
+
 class Estimator:
     """Base class of the gradient estimators of a sample site.
 
@@ -127,7 +131,9 @@ class Estimator:
         return None
 
     def explain_terms(self, site, trace):
-        """Lines for explain()'s account of the first-derivative terms."""
+        """Lines for explain()'s account of the first-derivative terms (a line that starts
+        with INVALID says why a gradient call raises; explain() then calls the site not
+        valid)."""
         return []
 
     def __repr__(self):

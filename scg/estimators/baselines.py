@@ -32,6 +32,7 @@ class Baseline:
     biased = False
     stateful = False
     checked = False
+    couples_draws = False  # (computed from the other draws: their estimates are coupled)
 
     def value(self, q, state):
         raise NotImplementedError
@@ -84,6 +85,7 @@ class Constant(Baseline):
 class LeaveOneOut(Baseline):
     """For draw i, the mean of the other n - 1 draws' costs: unbiased, needs n > 1."""
 
+    couples_draws = True
     checked = True
 
     @staticmethod
@@ -176,6 +178,7 @@ class Mean(Baseline):
     Allowed because it is common (group-mean baselines), but it emits `scg.BiasWarning`.
     """
 
+    couples_draws = True
     biased = True
 
     def value(self, q, state):
@@ -205,6 +208,7 @@ class GRPO(Baseline):
         eps: added to the std after the square root.
     """
 
+    couples_draws = True
     biased = True
 
     def __init__(self, scale="group", eps=1e-4):

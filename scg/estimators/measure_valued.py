@@ -368,6 +368,8 @@ def _traced(site, ctx, key):
     """The traced coordinate the estimate differentiates: the parameter itself, or the
     probabilities computed from the logits."""
     x = ctx.param(site, key)
+    if key == "probs" and family_name(site.dist) in _CATEGORICAL:
+        return x / np.sum(x, axis=-1, keepdims=True)  # (through the normalization)
     if key != "logits":
         return x
     if isinstance(family_of(site.dist), Bernoulli):

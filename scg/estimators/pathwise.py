@@ -5,7 +5,7 @@ import numpy as np
 from ..distributions.base import family_name
 from ..errors import EstimatorError
 from .antithetic import check_antithetic
-from .base import Estimator
+from .base import INVALID, Estimator
 from .dreg import Proposal, scale_gradient
 from .vimco import bound_multiple
 
@@ -83,7 +83,17 @@ class Pathwise(Estimator):
                 "so that its parameters can be held fixed there; the model computed it "
                 "otherwise, or not at all")
         bound_multiple(site, ctx, proposal.bound, "scg.Pathwise(dreg=True)", every=True)
+        # DReG's identity holds for a bound that depends on the particle through its
+        # reparameterized path alone: a site drawn from a distribution that depends on the
+        # draw adds its own terms that the weighting of the derivative at z would bias
+        problem = _dependent_site(site, ctx.trace)
+        if problem:
+            raise EstimatorError(problem)
         return None
+
+    def explain_terms(self, site, trace):
+        problem = _dependent_site(site, trace) if self.dreg else None
+        return [INVALID + problem] if problem else []
 
     def dice_log_prob(self, site, ctx):
         if self.dreg:
@@ -102,3 +112,19 @@ class Pathwise(Estimator):
         if self.dreg:
             return "Pathwise(dreg=True)"
         return "Pathwise(antithetic=True)" if self.antithetic else "Pathwise()"
+
+
+def _dependent_site(site, trace):
+    """Why a DReG site cannot be estimated here, or None: DReG's identity holds for a bound
+    that depends on the particle through its reparameterized path alone; a site drawn from
+    a distribution that depends on the draw adds terms that the reweighting of the
+    derivative at the draw would bias."""
+    later = sorted(s.name for s in trace.sites.values()
+                   if s is not site and site.name in s.param_deps.up)
+    if not later:
+        return None
+    return (f"site {site.name!r}: scg.Pathwise(dreg=True) needs the other sites of the "
+            f"particle to be independent of its draw, but the distribution of site "
+            f"{later[0]!r} depends on {site.name!r}; DReG's reweighting of the derivative at "
+            f"{site.name!r} would bias the gradient. Use scg.Pathwise() at site {site.name!r} "
+            "(it serves any other site)")

@@ -91,16 +91,20 @@ class REBAR(Learned, Estimator):
 
     def check(self, name, dist):
         family = family_name(dist)
+        who = f"scg.{type(self).__name__}()"
         if family not in ("Bernoulli", "OneHotCategorical"):
+            instead = ("sample the category as scg.OneHotCategorical (a one-hot vector), or use "
+                       "scg.Score('loo'), scg.UnorderedSet(k) or scg.Enumerate()"
+                       if family == "Categorical" else "use scg.Score('loo') or scg.MeasureValued()")
             raise EstimatorError(
-                f"site {name!r}: scg.REBAR() serves Bernoulli and OneHotCategorical sites, not "
-                f"{family}; use scg.Score('loo'), scg.DisARM() or scg.Enumerate()")
+                f"site {name!r}: {who} serves Bernoulli and OneHotCategorical sites, not "
+                f"{family}; {instead}")
         if family == "OneHotCategorical" and family_of(dist).params.get("logits") is None:
             raise EstimatorError(
-                f"site {name!r}: scg.REBAR() for OneHotCategorical needs logits= (its Gumbel "
+                f"site {name!r}: {who} for OneHotCategorical needs logits= (its Gumbel "
                 "noise and the conditional noise are paths in the log-probabilities); give "
                 "logits=np.log(probs), or use scg.Score('loo') with probs=")
-        require_open_probs(name, dist, f"scg.{type(self).__name__}()")
+        require_open_probs(name, dist, who)
 
     def copies(self, name, dist, plates):
         return 3

@@ -10,6 +10,8 @@ from ..core.tape import read_only, strip
 from ..kernels.primitives import PARALLEL_MIN
 from ..distributions.base import family_name, family_of
 from ..distributions.bernoulli import Bernoulli
+from ..distributions.binomial import Binomial
+from ..distributions.geometric import Geometric
 from ..distributions.categorical import Categorical
 from ..distributions.one_hot_categorical import OneHotCategorical
 from ..errors import BiasWarning, EstimatorError
@@ -23,33 +25,53 @@ from ..numpy import rules as R
 _FUSED_MIN = PARALLEL_MIN  # draws: below, the general term (its log-densities are cheap)
 
 
-_PROBS_FAMILIES = (Bernoulli, Categorical, OneHotCategorical)
+def _all_positive(p):
+    return bool(np.all(p > 0.0))
+
+
+def _below_one(p):
+    return bool(np.all(p < 1.0))
+
+
+# (family, the test that every outcome the derivative in probs needs has probability
+# above 0, where that fails, what else serves the site)
+_PROBS_FAMILIES = (
+    (Bernoulli, open_probs, "exactly 0 or 1",
+     "parameterize the site by logits= (then the derivative is exact at any finite logits), "
+     "or use scg.MeasureValued(), which evaluates both outcomes and is exact at the boundary"),
+    (Binomial, open_probs, "exactly 0 or 1",
+     "use scg.MeasureValued(), which evaluates the counts on both sides and is exact at the "
+     "boundary, or keep probs inside (0, 1) (e.g. probs=scg.sigmoid(logits))"),
+    (Geometric, _below_one, "exactly 1",
+     "use scg.MeasureValued(), which evaluates more failures too and is exact at the "
+     "boundary, or keep probs below 1 (e.g. probs=scg.sigmoid(logits))"),
+    ((Categorical, OneHotCategorical), _all_positive, "exactly 0 for some category",
+     "parameterize the site by logits=, or give every category a probability above 0"),
+)
 
 
 def require_seen_outcomes(site, run):
-    """Raise EstimatorError where the derivative in `probs` of a coin or a categorical
-    choice needs an outcome of probability exactly 0: the score function weighs the costs
-    of the outcomes drawn, so it never sees that one (at p = 1 a coin's f(0)), and gives a
-    plausible wrong number (0 for a single coin) although the derivative exists."""
+    """Raise EstimatorError where the derivative in `probs` of a discrete family needs an
+    outcome of probability exactly 0: the score function weighs the costs of the outcomes
+    drawn, so it never sees that one (at p = 1 a coin's f(0)), and gives a plausible wrong
+    number (0 for a single coin) although the derivative exists."""
     dist = family_of(site.dist)
     probs = dist.params.get("probs")
-    if not isinstance(dist, _PROBS_FAMILIES) or probs is None or \
-            not run.carries_gradient(probs):
+    if probs is None or not run.carries_gradient(probs):
+        return
+    for family, seen, where, other in _PROBS_FAMILIES:
+        if isinstance(dist, family):
+            break
+    else:
         return
     p = effects.asarray(probs, dtype=float)
-    two_sided = isinstance(dist, Bernoulli)  # (its other outcome has 1 - p)
-    if effects.check(open_probs if two_sided else _all_positive, p,
-                     f"site {site.name!r}: every outcome's probability above 0"):
+    if effects.check(seen, p, f"site {site.name!r}: every outcome's probability above 0"):
         return
-    where = "exactly 0 or 1" if two_sided else "exactly 0 for some category"
-    other = ("or use scg.MeasureValued(), which evaluates both outcomes and is exact at the "
-             "boundary" if two_sided else "or give every category a probability above 0")
     raise EstimatorError(
         f"site {site.name!r}: the score-function estimator differentiates probs, which is "
         f"{where}; an outcome of probability 0 is never drawn, so its cost never enters "
         "the estimate, but the derivative in probs needs it (d E / dp = f(1) - f(0) for a "
-        "coin). Parameterize the site by logits= (then the derivative is exact at any "
-        f"finite logits), {other}")
+        f"coin). To get the derivative, {other}")
 
 
 def require_resolved_draws(site, run):
@@ -66,10 +88,6 @@ def require_resolved_draws(site, run):
             "pathwise estimator does not need the noise back (dx/dloc = 1, dx/dscale = "
             "eps): estimator='pathwise', where no jump lies downstream; or draw the offset "
             "about 0 and add loc after (x = loc + scg.sample(name, scg.Normal(0, scale)))")
-
-
-def _all_positive(p):
-    return bool(np.all(p > 0.0))
 
 
 class Score(Estimator):

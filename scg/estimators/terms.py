@@ -7,6 +7,7 @@ from ..core.tape import Primitive, defvjp
 from ..errors import EstimatorError
 from ..distributions.base import family_of
 from ..distributions.bernoulli import Bernoulli
+from ..distributions.binomial import Binomial
 from ..numpy import rules as R
 
 
@@ -47,15 +48,17 @@ def require_open_probs(name, dist, who):
     estimator that takes the log-probability (or the logits) of both values cannot
     evaluate it there, although the derivative exists."""
     family = family_of(dist)
-    if not isinstance(family, Bernoulli) or family.params.get("probs") is None:
+    if not isinstance(family, (Bernoulli, Binomial)) or family.params.get("probs") is None:
         return
     plain = effects.asarray(family.params["probs"], dtype=float)
     if not effects.check(open_probs, plain, f"site {name!r}: probs inside (0, 1)"):
+        coin = isinstance(family, Bernoulli)
         raise EstimatorError(
-            f"site {name!r}: {who} takes the log-probability of both values of the coin, but "
-            "its probs is exactly 0 or 1 at some element (log p = -inf there). The derivative "
-            "exists: scg.MeasureValued() gives it exactly at the boundary; or parameterize "
-            "the coin by logits=, which never reach 0 or 1")
+            f"site {name!r}: {who} takes the log-probability of every value of the "
+            f"{'coin' if coin else 'count'}, but its probs is exactly 0 or 1 at some element "
+            "(log p = -inf there). The derivative exists: scg.MeasureValued() gives it "
+            "exactly at the boundary" + ("; or parameterize the coin by logits=, which never "
+                                         "reach 0 or 1" if coin else ""))
 
 
 def open_probs(p):

@@ -213,7 +213,22 @@ def _plain_mean(trace):
 
 
 def _mean_as_float(total):
-    return float(np.mean(total))
+    mean = float(_mean_of_draws(np.asarray(total, dtype=float)))
+    if not np.isfinite(mean) and np.all(np.isfinite(total)):
+        raise FloatingPointError("the mean over the draws of the costs exceeds the largest "
+                                 "float64 although each draw's cost is finite; scale the "
+                                 "costs down (e.g. measure them in larger units)")
+    return mean
+
+
+def _mean_of_draws(x):
+    """The mean along the draws' axis (0), without overflow where the sum of finite values
+    exceeds the largest float (each divided by n first, then)."""
+    with np.errstate(over="ignore"):
+        mean = np.mean(x, axis=0)
+    if np.all(np.isfinite(mean)) or not np.all(np.isfinite(x)):
+        return np.asarray(mean)
+    return np.asarray(np.sum(x / np.shape(x)[0], axis=0))
 
 
 def _check_estimators(estimators):
@@ -281,19 +296,29 @@ class GradSamples:
     """Per-draw gradient estimates: `.samples` (leaves of shape (n, *leaf.shape)),
     `.mean` (the estimate of scg.grad for the same draws), `.var` (ddof=1), `.stderr`, `.n`.
 
+    `.stderr` is sqrt(var / n), the standard error of a mean of n independent estimates.
+    `.coupled` names the sites whose baseline is computed from the other draws
+    (leave-one-out, Mean, GRPO): their draws' estimates are not independent, and the mean
+    is a U-statistic whose variance is var / n plus a term of order 1 / n^2 that `.var`
+    does not see. For large n that term is negligible, unless the per-draw variance itself
+    nearly vanishes (a coin at p = 1/2 with a cost linear in the draw: every draw's estimate
+    is the same number but for the coupling); there, `.stderr` understates the error, and
+    independent estimates (expectations with independent seeds) give an honest one.
+
     A study in chunks keeps only the statistics: `.samples` is None, and `.mean`, `.var`
     are those of all the chunks' draws, merged exactly."""
 
-    def __init__(self, samples, n, mean=None, var=None):
+    def __init__(self, samples, n, mean=None, var=None, coupled=()):
         self.samples = samples
         self.n = n
         self._mean, self._var = mean, var
+        self.coupled = tuple(coupled)
 
     @property
     def mean(self):
         if self.samples is None:
             return self._mean
-        return pytree.tree_map(lambda s: np.asarray(np.mean(s, axis=0)), self.samples)
+        return pytree.tree_map(_mean_of_draws, self.samples)
 
     @property
     def var(self):
@@ -308,6 +333,12 @@ class GradSamples:
 
     def __repr__(self):
         return f"GradSamples(n={self.n}, mean={self.mean!r}, stderr={self.stderr!r})"
+
+
+def coupled_sites(sites):
+    """The names of the sites whose baseline is computed from the other draws."""
+    return tuple(s.name for s in sites
+                 if getattr(getattr(s.estimator, "baseline", None), "couples_draws", False))
 
 
 def grad_samples(E, argnums=0, *, allow_unused=False):
@@ -358,12 +389,13 @@ def grad_samples(E, argnums=0, *, allow_unused=False):
         for g, shape in zip(grads, traced.shapes()):
             g = np.zeros((n,) + tuple(shape)) if g is None else effects.asarray(g, dtype=float)
             flat.append(g if g.flags.writeable else g.copy())  # not a broadcast view
-        if any(s.estimator.antithetic for s in E.last_trace.sites.values()):
+        sites = E.last_trace.sites.values()
+        if any(s.estimator.antithetic for s in sites):
             # draw i and draw i + n/2 share their noise: only the pair means are independent
             half = n // 2
             flat = [0.5 * (g[:half] + g[half:]) for g in flat]
             n = half
-        return GradSamples(traced.rebuild(flat), n)
+        return GradSamples(traced.rebuild(flat), n, coupled=coupled_sites(sites))
 
     return grad_samples_fun
 

@@ -59,7 +59,7 @@ class PerSample(Tracer):
     reduction, a contraction or an index across the plate's axis, a black box): for that
     site's score, the value is not per element of that plate. See `scg.stochastic.plates`."""
 
-    __slots__ = ("value", "shape", "deps", "node", "axes", "mixed", "law")
+    __slots__ = ("value", "shape", "deps", "node", "axes", "mixed", "law", "version")
     __array_priority__ = 200.0
 
     def __init__(self, value, level, deps=NO_DEPS, node=None, axes=(), mixed=frozenset()):
@@ -74,6 +74,7 @@ class PerSample(Tracer):
         # with log_prob(dist, value, log_prob) giving an array or None for the plain one;
         # DReG's Proposal, REBAR's relaxed copies)
         self.law = None
+        self.version = 0  # (how many in-place operators changed it)
 
     @property
     def plates(self):
@@ -98,6 +99,57 @@ class PerSample(Tracer):
 
     def __repr__(self):
         return f"PerSample(shape={self.shape}, n={self.n})"
+
+    def alias(self):
+        """Another object for the same value: what scg keeps of a value it has used, so that
+        an in-place operator on the model's object leaves it as it was."""
+        other = PerSample.__new__(PerSample)
+        for k in ("value", "level", "shape", "deps", "node", "axes", "mixed", "law"):
+            setattr(other, k, getattr(self, k))
+        other.version = 0
+        return other
+
+    # In-place operators follow numpy's aliasing (`y = x; y += 1` changes x): the object
+    # takes the result's value. scg's own records hold aliases (a site's draw, a cost).
+    def _assign(self, result, op):
+        if result is NotImplemented:
+            return result
+        if not (type(result) is PerSample and result.level == self.level):
+            return result  # (another level's value: Python rebinds the name)
+        if result.shape != self.shape:
+            raise ValueError(f"non-broadcastable output operand with shape {self.shape} "
+                             f"doesn't match the broadcast shape {result.shape} (x {op}= y "
+                             "writes into x, as numpy does; write x = x " + op + " y for a "
+                             "new value)")
+        for k in ("value", "deps", "node", "axes", "mixed"):
+            setattr(self, k, getattr(result, k))
+        self.law = None  # (no longer a site's own draw)
+        self.version += 1
+        return self
+
+    def __iadd__(self, other):
+        return self._assign(self + other, "+")
+
+    def __isub__(self, other):
+        return self._assign(self - other, "-")
+
+    def __imul__(self, other):
+        return self._assign(self * other, "*")
+
+    def __itruediv__(self, other):
+        return self._assign(self / other, "/")
+
+    def __ipow__(self, other):
+        return self._assign(self ** other, "**")
+
+    def __imatmul__(self, other):
+        return self._assign(self @ other, "@")
+
+    def __setitem__(self, index, value):
+        raise TypeError(
+            "a value that differs between draws cannot be assigned into by index (x[i] = v, "
+            "x[i] += v): build the new value instead, e.g. x = np.where(np.arange(x.shape[-1]) "
+            "== i, v, x), or np.concatenate / np.stack of its parts")
 
     def __array__(self, dtype=None, copy=None):
         raise TracingError(

@@ -94,6 +94,19 @@ class Site:
     own_draws: bool = field(default=False, repr=False)
     draws_from_law: bool = field(default=False, repr=False)
     biased: bool = field(default=False, repr=False)  # (its baseline uses its own cost)
+    # the distribution's per-draw parameters and their versions when the site was drawn
+    param_versions: tuple = field(default=(), repr=False)
+
+    def check_unchanged(self):
+        """Raise ValueError if an in-place operator changed a parameter of the site's
+        distribution after the site was drawn (its score would be taken at other values)."""
+        for p, version in self.param_versions:
+            if p.version != version:
+                raise ValueError(
+                    f"site {self.name!r}: a parameter of its distribution was changed in place "
+                    "(x += ..., as numpy changes the array) after the site was drawn; its "
+                    "log-probability would be taken at the new value. Compute the new value "
+                    "as a new variable (y = x + ...) instead")
 
     @property
     def value(self):
@@ -306,10 +319,11 @@ def draw_site(run, msg):
     law = draw is d.handed_out  # (the law's own draws, whatever the estimator declares)
     site = Site(name, dist, out, est, reason, run.plates, param_deps, d.aux,
                 own_draws=law or bool(est.own_draws),
-                draws_from_law=law or bool(est.draws_from_law))
+                draws_from_law=law or bool(est.draws_from_law),
+                param_versions=tuple((p, p.version) for p in params))
     est.after_draw(site, run)
     run.add_site(site)
-    return out
+    return out.alias()  # (the model may change its value in place: the site keeps its own)
 
 
 def _choose(run, name, dist, spec):
@@ -568,7 +582,15 @@ def add_cost(run, msg):
     if value is None or isinstance(value, (str, bytes, dict, list, tuple)):
         raise TypeError(f"cost {name!r} must be a number or an array of numbers (per draw "
                         f"or shared), got {type(value).__name__} {value!r:.60}")
-    bad = count_nonfinite(strip(value))
+    raw = strip(value)
+    dtype = getattr(raw, "dtype", None)  # (a value scg.jit holds has one without a read)
+    kind = (dtype if isinstance(dtype, np.dtype) else np.asarray(raw).dtype).kind
+    if kind not in "biuf":
+        raise TypeError(f"cost {name!r} must be real numbers (per draw or shared), got "
+                        f"{type(raw).__name__} {raw!r:.60}; " + _REAL_ADVICE.get(
+                            kind, "give a number or an array of numbers (a generator or "
+                            "iterator is not evaluated: sum it or make an array of it)"))
+    bad = count_nonfinite(raw)
     if bad:
         raise FloatingPointError(f"cost {name!r} is not finite for {bad} of "
                                  f"{np.size(strip(value))} entries" + _relaxed_hint(run, value))
@@ -580,6 +602,7 @@ def add_cost(run, msg):
         axes = tuple(k for k, label in enumerate(value.axes) if label)
         plates = tuple(p for k in axes for p in value.axes[k])
         mixed = value.mixed
+        value = value.alias()  # (the model may change its value in place after this call)
     elif type(value) is np.ndarray:
         value = kept(value)  # the model may change its buffer after this call
     # a subsampled plate's costs stand for all its elements: those given inside it, those
@@ -589,6 +612,14 @@ def add_cost(run, msg):
     if scale != 1.0:
         value = R.multiply(value, scale)
     run.add_cost(Cost(name, value, plates, deps, axes, mixed))
+
+
+_REAL_ADVICE = {
+    "c": "a complex cost has no order to minimize: give its real part, its modulus "
+         "(np.abs) or its squared modulus",
+    "M": "convert times to numbers, e.g. (t - t0) / np.timedelta64(1, 's')",
+    "m": "convert durations to numbers, e.g. d / np.timedelta64(1, 's')",
+}
 
 
 def _relaxed_hint(run, value):
@@ -649,6 +680,11 @@ def open_plate(run, msg):
         raise ValueError(f"plate {name!r}: dim must be a negative int (counted from the "
                          f"right, as in Pyro), got {dim!r}")
     for p in run.plates:
+        if p.name == name:
+            raise ValueError(f"plate {name!r} is opened inside a plate of the same name; a "
+                             f"name used twice in one nesting would make plate={name!r} "
+                             "ambiguous (scg.logmeanexp, explain()): give the inner plate "
+                             "another name")
         if p.dim == dim:
             raise ValueError(f"plate {name!r}: dim {dim} is already used by the enclosing "
                              f"plate {p.name!r}; pass dim={min(q.dim for q in run.plates) - 1}")
@@ -720,7 +756,17 @@ class BlackBox:
                 return np.asarray(strip(a))[0]
             return strip(a)
 
-        inputs = [a for a in list(args) + list(kwargs.values()) if per_draw(a)]
+        given = list(args) + list(kwargs.values())
+        inputs = [a for a in given if per_draw(a)]
+        for a in given:
+            if not per_draw(a) and isinstance(a.value if isinstance(a, PerSample) else a, Box):
+                raise EstimatorError(
+                    f"scg.blackbox {getattr(fn, '__name__', fn)!r} is applied to a "
+                    "differentiated value that depends on no draw (a parameter, or a value "
+                    "computed from parameters only): a black box has no derivative, so the "
+                    "gradient through it would silently be 0. Compute it with numpy "
+                    "operations on the traced value (scg differentiates those), or pass "
+                    "scg.stop_gradient(value) if a zero derivative is what you mean")
         call_args = [plain(a) for a in args]
         call_kwargs = {k: plain(v) for k, v in kwargs.items()}
         rowwise = {id(a) for a in inputs}

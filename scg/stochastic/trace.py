@@ -14,6 +14,7 @@ from .persample import PerSample
 from .plates import label_op
 from .runtime import RUNTIME
 from ..estimators import auto
+from ..estimators.base import INVALID
 from .copies import Copies, CopyLayout, Replan
 from .sites import (EstimatorChoice, add_cost, carries_gradient, close_plate, cost, draw_site,
                     family_of, innermost_run, open_plate)
@@ -199,6 +200,7 @@ class Trace(effects.Handler):
     def check_forced(self):
         for name, place in self.rough_sites().items():
             est = self.sites[name].estimator
+            self.sites[name].biased = True  # (explain() says so too)
             warnings.warn(
                 f"site {name!r}: estimator={est!r} differentiates along the draw, but a "
                 f"path from {name!r} to {place} crosses a jump (floor, round, sign, a "
@@ -229,15 +231,21 @@ class Trace(effects.Handler):
                  " * (1 - box(log p(w))) * b_w",
                  "  where box(t) = exp(t - stop_gradient(t)) is 1 in value; its derivatives "
                  "give the score terms.", "", "Sample sites:"]
+        rough = self.rough_sites()
         for s in self.sites.values():
             est = s.estimator
             lines.append(f"  {s.name} ~ {s.dist!r}{_in_plates(s.plates)}: {est.describe(s)}")
             lines.append(f"      because {s.reason}")
             evaluations = est.evaluations(s)
-            lines.append(f"      {self._bias_word(s)}; "
+            terms = est.explain_terms(s, self)
+            invalid = any(line.startswith(INVALID) for line in terms)
+            lines.append(f"      {'not valid here' if invalid else self._bias_word(s)}; "
                          f"{evaluations} evaluation{'s' if evaluations != 1 else ''} of the "
                          "model downstream per draw")
-            lines += [f"      {line}" for line in est.explain_terms(s, self)]
+            lines += [f"      {line}" for line in terms]
+            if s.name in rough:
+                lines.append(f"      biased: a path from {s.name!r} to {rough[s.name]} crosses a "
+                             "jump or a black box, which the derivative along the draw misses")
             if not s.own_draws and not _scg_class(type(est).draw):
                 lines.append(f"      its values are {type(est).__name__}.draw's own (not the "
                              "ones d.sample(), d.noise_path() or d.path(d.noise()) gave, and "
@@ -356,6 +364,8 @@ def run_model(model, args, kwargs, *, n, rng, decisions, reasons, record=False,
                         "the expectation with has_aux=True and return (cost, aux)")
                 if out is not None:
                     cost(RETURN_COST, out)
+                for site in trace.sites.values():
+                    site.check_unchanged()
                 layout.settle(trace.sites, [c.deps.up for c in trace.cost_sites.values()])
             except Replan:
                 _rewind(rng, state)

@@ -121,7 +121,9 @@ def test_score_of_the_logits():
     g = scg.grad(lambda l: np.sum(scg.OneHotCategorical(logits=l).log_prob(x)))(LOGITS)
     np.testing.assert_allclose(g, x - ss.softmax(LOGITS, axis=-1), rtol=1e-12)
     gp = scg.grad(lambda p: np.sum(scg.OneHotCategorical(probs=p).log_prob(x)))(PROBS)
-    np.testing.assert_allclose(gp, x / PROBS, rtol=1e-12)
+    # through the normalization: d/dp log(p_k / sum(p)) = e_k / p_k - 1 / sum(p)
+    np.testing.assert_allclose(gp, x / PROBS - 1.0 / PROBS.sum(axis=-1, keepdims=True),
+                               rtol=1e-12)
 
 
 C = np.array([1.0, -2.0, 0.5, 3.0])

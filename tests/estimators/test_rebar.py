@@ -401,3 +401,14 @@ def test_a_site_whose_logits_depend_on_no_argument_warns_that_it_cannot_tune():
 
     with pytest.warns(UserWarning, match="cannot tune itself here.*learn=False"):
         scg.grad(scg.expectation(model, n=10, seed=0))(np.array(2.0))
+
+
+@pytest.mark.parametrize("make", [lambda: scg.REBAR(learn=False), lambda: scg.RELAX()])
+def test_through_a_jump_explain_says_biased_as_the_warning_does(make):
+    def model(th):
+        b = scg.sample("b", scg.Bernoulli(logits=th), estimator=make())
+        return np.floor(b * 1.5 + 0.3)
+
+    with pytest.warns(scg.BiasWarning, match="crosses a jump"):
+        text = scg.trace(model, 0.3, n=4).explain()
+    assert "unbiased" not in text and "biased: a path from 'b' to cost 'return'" in text

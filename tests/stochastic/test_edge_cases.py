@@ -108,7 +108,7 @@ def test_grad_samples_keeps_parameters_plain_where_it_matters():
     def model(theta):
         x = scg.sample("x", scg.Normal(theta[0], 1.0))
         scale = 2.0 if theta[1] > 0 else 1.0
-        return scale * x ** 2 + box(theta) * 0.0
+        return scale * x ** 2 + box(scg.stop_gradient(theta)) * 0.0
 
     E = scg.expectation(model, n=1_000, seed=0)
     gs = scg.grad_samples(E, allow_unused=True)(np.array([0.5, 1.0, 2.0]))
@@ -189,3 +189,34 @@ def test_multivariate_normal_score_site_and_per_draw_parameters():
     x = t.sites["x"].value
     expected = scipy_stats.multivariate_normal(loc, L @ L.T).logpdf(x)
     assert np.allclose(np.asarray(strip(t.sites["x"].log_prob())), expected)
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
+def test_finite_costs_whose_sum_overflows_are_averaged_without_overflow():
+    # (costs of 1e308 per draw gave inf; numpy warns of the overflow of the plain sum)
+    def model(theta):
+        x = scg.sample("x", scg.Normal(theta, 1.0))
+        return 1e308 * (1.0 + 0.1 * np.tanh(x))
+
+    E = scg.expectation(model, n=200, seed=0)
+    value = E(0.5)
+    assert np.isfinite(value) and 1e308 < value < 1.1e308
+    E2 = scg.expectation(model, n=200, seed=1)
+    (v, g), gs = scg.value_and_grad(E2)(0.5), scg.grad_samples(E2)(0.5)
+    assert np.isfinite(v) and 1e308 < v < 1.1e308 and np.isfinite(g)
+    assert np.isfinite(gs.mean)
+    score = scg.expectation(lambda t: 1e308 * (1.0 + 0.1 * np.tanh(
+        scg.sample("x", scg.Normal(t, 1.0), estimator="score"))), n=200, seed=0)
+    v, g = scg.value_and_grad(score)(0.5)
+    assert np.isfinite(v) and np.isfinite(g)
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
+def test_a_mean_beyond_the_largest_float_is_a_floating_point_error():
+    def model(theta):
+        x = scg.sample("x", scg.Normal(theta, 1.0))
+        scg.cost("big", 1.7e308 + 0.0 * x)
+        return 1.7e308 + 0.0 * x
+
+    with pytest.raises(FloatingPointError, match="exceeds the largest float64"):
+        scg.value_and_grad(scg.expectation(model, n=10, seed=0))(0.5)

@@ -233,3 +233,47 @@ def test_a_hand_written_term_that_is_not_one_number_names_the_estimator_and_the_
                                                  r"PerDrawTerm\(\) is of shape \(10, 3\); a "
                                                  r"term is one number.*linear_term"):
         scg.grad(scg.expectation(model, n=10, seed=3))(np.array([0.4, 0.1, 0.2]))
+
+
+def test_a_blackbox_of_a_differentiated_parameter_is_an_error():
+    # (the gradient through it was silently 0: 1.0 where 3.0 is right)
+    cube = scg.blackbox(lambda t: t ** 3)
+
+    def model(theta):
+        x = scg.sample("x", scg.Normal(0.0, 1.0))
+        return cube(theta) + x
+
+    for call in (lambda E: scg.grad(E)(1.0), lambda E: scg.grad_samples(E)(1.0)):
+        with pytest.raises(scg.EstimatorError, match="blackbox.*differentiated value"):
+            call(scg.expectation(model, n=10, seed=0))
+
+    def held(theta):  # a zero derivative asked for
+        x = scg.sample("x", scg.Normal(theta, 1.0))
+        return cube(scg.stop_gradient(theta)) + x
+
+    assert scg.grad(scg.expectation(held, n=10, seed=0))(1.0) == pytest.approx(1.0)
+
+    def of_a_draw(theta):  # the black box of a draw: the score function, unbiased
+        x = scg.sample("x", scg.Normal(theta, 1.0))
+        return cube(x)
+
+    gs = scg.grad_samples(scg.expectation(of_a_draw, n=200_000, seed=0))(1.0)
+    assert abs(gs.mean - 6.0) < 5 * gs.stderr   # d/dt E[(t + e)^3] = 3 t^2 + 3
+
+
+@pytest.mark.parametrize("value, kind", [
+    (lambda x: x * 1j, "complex"),
+    (lambda x: np.datetime64("2020-01-01"), "times to numbers"),
+    (lambda x: np.timedelta64(3, "s"), "durations to numbers"),
+    (lambda x: (v for v in range(3)), "generator"),
+    (lambda x: np.array(["a", "b"]), "a number or an array of numbers"),
+])
+def test_a_cost_that_is_not_real_numbers_is_a_type_error_naming_it(value, kind):
+    # (a complex cost gave 0.0)
+    def model(theta):
+        x = scg.sample("x", scg.Normal(theta, 1.0))
+        scg.cost("c", value(x))
+        return x
+
+    with pytest.raises(TypeError, match=f"cost 'c' must be real numbers.*{kind}"):
+        scg.grad(scg.expectation(model, n=10, seed=0))(1.0)

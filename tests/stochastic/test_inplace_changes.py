@@ -132,3 +132,67 @@ def test_a_large_array_used_by_an_outer_derivative_stays_read_only_until_it_is_d
     with pytest.raises(ValueError, match="read-only"):
         scg.grad(f)(1.0)
     assert data.flags.writeable
+
+
+def test_an_in_place_operator_on_a_per_draw_value_changes_its_aliases_as_numpy_does():
+    # (y = x; y += 1 left x as it was: E[x^2] where numpy gives E[(x + 1)^2])
+    def model(theta):
+        x = scg.sample("x", scg.Normal(theta, 1.0))
+        y = x
+        y += 1.0
+        y *= 2.0
+        return x ** 2       # x is y: (2 (x + 1))^2
+
+    E = scg.expectation(model, n=100_000, seed=0)
+    gs = scg.grad_samples(E)(0.5)
+    # E[(2 (theta + 1 + e))^2] = 4 ((theta + 1)^2 + 1), derivative 8 (theta + 1) = 12
+    assert abs(gs.mean - 12.0) < 5 * gs.stderr
+    value = scg.expectation(model, n=100_000, seed=1)(0.5)
+    assert value == pytest.approx(4 * (1.5 ** 2 + 1), rel=0.02)
+
+
+def test_an_in_place_change_of_a_draw_leaves_the_site_as_drawn():
+    def model(theta):
+        x = scg.sample("x", scg.Bernoulli(logits=theta), estimator=scg.Score("loo"))
+        x += 1.0          # the model's value changes; the site's draw does not
+        return (x - 1.3) ** 2
+
+    p = 1 / (1 + np.exp(-0.2))
+    exact = p * (1 - p) * ((2 - 1.3) ** 2 - (1 - 1.3) ** 2)
+    gs = scg.grad_samples(scg.expectation(model, n=100_000, seed=0))(0.2)
+    assert abs(gs.mean - exact) < 5 * gs.stderr
+    t = scg.trace(model, 0.2, n=8, seed=0)
+    assert set(np.unique(t.sites["x"].value)) <= {0.0, 1.0}
+
+
+def test_an_in_place_change_of_a_parameter_after_its_site_is_an_error():
+    def model(theta):
+        x = scg.sample("x", scg.Normal(theta, 1.0))
+        loc = x * 2.0
+        y = scg.sample("y", scg.Normal(loc, 1.0), estimator="score")
+        loc += 1.0        # y's distribution would now be another one
+        return y
+
+    with pytest.raises(ValueError, match="site 'y': a parameter of its distribution was "
+                                         "changed in place"):
+        scg.grad(scg.expectation(model, n=10, seed=0))(0.3)
+
+
+def test_an_in_place_operator_that_would_broadcast_is_numpys_error():
+    def model(theta):
+        x = scg.sample("x", scg.Normal(theta, 1.0))
+        x += np.ones(3)
+        return np.sum(x)
+
+    with pytest.raises(ValueError, match="non-broadcastable output operand"):
+        scg.expectation(model, n=4, seed=0)(0.3)
+
+
+def test_an_index_assignment_into_a_per_draw_value_says_what_to_write():
+    def model(theta):
+        x = scg.sample("x", scg.Normal(theta * np.ones(3), 1.0))
+        x[0] += 5.0
+        return np.sum(x)
+
+    with pytest.raises(TypeError, match="np.where"):
+        scg.expectation(model, n=4, seed=0)(0.3)

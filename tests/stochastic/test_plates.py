@@ -102,3 +102,27 @@ def test_plate_broadcasts_a_scalar_parameter():
             scg.cost("c", x ** 2)
     g = scg.grad(scg.expectation(model, n=50_000, seed=4))(0.5)
     assert g == pytest.approx(5 * 2 * 0.5, abs=0.05)
+
+
+def test_a_plate_name_used_twice_in_one_nesting_is_an_error():
+    # (logmeanexp(plate="a") silently took the inner plate)
+    def model(theta):
+        with scg.plate("a", 2):
+            with scg.plate("a", 3, dim=-2):
+                z = scg.sample("z", scg.Normal(theta * np.ones((3, 2)), 1.0))
+                return np.sum(scg.logmeanexp(z, plate="a"))
+
+    with pytest.raises(ValueError, match="plate 'a' is opened inside a plate of the same name"):
+        scg.grad(scg.expectation(model, n=10, seed=0))(0.3)
+
+
+def test_a_plate_name_reused_after_the_plate_closed_is_fine():
+    def model(theta):
+        with scg.plate("a", 2):
+            x = scg.sample("x", scg.Normal(theta * np.ones(2), 1.0))
+        with scg.plate("a", 2):
+            y = scg.sample("y", scg.Normal(theta * np.ones(2), 1.0))
+        return np.sum(x + y)
+
+    g = scg.grad(scg.expectation(model, n=10, seed=0))(0.3)
+    assert g == pytest.approx(4.0)
