@@ -13,6 +13,7 @@ from .estimators import (REBAR, RELAX, VIMCO, DisARM, Enumerate, Estimator, Gumb
 from .stochastic.expectation import Expectation, GradSamples, expectation, trace
 from .stochastic.multisample import logmeanexp
 from .stochastic.sites import blackbox, cost, plate, sample
+from .stochastic.masks import all_ as all, mask  # noqa: A001  (scg.all, as np.all)
 from .stochastic.trace import Trace
 from .numpy.rules import (log_softmax, logsumexp, relu, sigmoid, softmax, softplus,
                           stop_gradient, take)
@@ -20,7 +21,7 @@ from .numpy.rules import (log_softmax, logsumexp, relu, sigmoid, softmax, softpl
 __all__ = list(distributions.__all__) + [
     "grad", "value_and_grad", "jit", "jacobian", "hessian", "hvp", "stop_gradient",
     "sigmoid", "softplus", "relu", "logsumexp", "softmax", "log_softmax", "take",
-    "sample", "cost", "plate", "blackbox", "logmeanexp", "expectation", "grad_samples",
+    "sample", "cost", "plate", "mask", "all", "blackbox", "logmeanexp", "expectation", "grad_samples",
     "trace", "VIMCO", "REBAR", "RELAX", "UnorderedSet",
     "Expectation", "GradSamples", "Trace", "Pathwise", "Score", "Enumerate", "DisARM",
     "GumbelSoftmax", "MeasureValued", "baselines",

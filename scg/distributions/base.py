@@ -136,7 +136,7 @@ class Distribution:
         """The log-probability this distribution gave last for the per-draw `value` (the
         same object), if its parameters are still the same objects; else None."""
         last = self.__dict__.get("_last_log_prob")
-        if last is None or last[1] is not value:
+        if last is None or last[1] is not _held(value):
             return None
         state = _state(self)
         if len(last[2]) != len(state) or not all(a is b for a, b in zip(last[2], state)):
@@ -276,13 +276,22 @@ def _reuse_last(log_prob):
                 return lp
         state = _state(self)
         last = self.__dict__.get("_last_log_prob")
-        if last is not None and last[0] is log_prob and last[1] is value and \
+        if last is not None and last[0] is log_prob and last[1] is _held(value) and \
                 len(last[2]) == len(state) and all(a is b for a, b in zip(last[2], state)):
             return last[3]
         lp = log_prob(self, value)
-        self._last_log_prob = (log_prob, value, state, lp)
+        self._last_log_prob = (log_prob, _held(value), state, lp)
         return lp
     return reuse
+
+
+def _held(value):
+    """What a per-draw value holds: the same for the model's value and the site's own copy
+    of it (PerSample.alias), a new object once an in-place operator changed it. (A value
+    an effect handler holds, below every transformation, is itself.)"""
+    if not isinstance(value, Tracer) or type(value).floor:
+        return value
+    return value.value
 
 
 def _is_per_draw(value):

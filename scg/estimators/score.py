@@ -181,6 +181,7 @@ class Score(Estimator):
         score_term = getattr(dist, "score_term", None)
         if score_term is None or ctx.trace.rows < _FUSED_MIN or ctx.copies or ctx.grid.plates \
                 or dist.batch_shape or dist.event_shape or site._log_prob is not None \
+                or site.mask is not None \
                 or effects.sees_operations() or \
                 dist.last_log_prob(site.draw) is not None:
             return None

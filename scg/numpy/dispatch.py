@@ -34,6 +34,8 @@ UFUNCS = {
     np.greater: R.greater, np.greater_equal: R.greater_equal, np.less: R.less,
     np.less_equal: R.less_equal, np.equal: R.equal, np.not_equal: R.not_equal,
     np.logical_and: R.logical_and, np.logical_or: R.logical_or, np.logical_not: R.logical_not,
+    np.logical_xor: R.logical_xor, np.bitwise_and: R.bitwise_and, np.bitwise_or: R.bitwise_or,
+    np.bitwise_xor: R.bitwise_xor, np.invert: R.invert,
     np.isfinite: R.isfinite, np.isnan: R.isnan, np.heaviside: R.heaviside,
 }
 
@@ -179,7 +181,9 @@ FUNCTIONS[np.shape] = R.shape
 FUNCTIONS[np.ndim] = R.ndim
 FUNCTIONS[np.size] = lambda a, axis=None: int(np.prod(R.shape(a))) if axis is None else R.shape(a)[axis]
 FUNCTIONS[np.take] = lambda a, indices, axis=None, out=None, mode="raise": R.take(a, indices, axis)
-for _fn in (np.all, np.any, np.isclose, np.allclose,
+FUNCTIONS[np.any] = _reduction(R.any_, "any")
+FUNCTIONS[np.all] = _reduction(R.all_, "all")
+for _fn in (np.isclose, np.allclose,
             np.array_equal, np.nonzero, np.count_nonzero):
     FUNCTIONS[_fn] = _inspect(_fn)
 
@@ -267,6 +271,10 @@ def array_methods():
         "__matmul__": lambda a, b: R.matmul(a, b), "__rmatmul__": lambda a, b: R.matmul(b, a),
         "__neg__": lambda a: R.negative(a), "__pos__": lambda a: a,
         "__abs__": lambda a: R.abs_(a),
+        "__and__": lambda a, b: R.bitwise_and(a, b), "__rand__": lambda a, b: R.bitwise_and(b, a),
+        "__or__": lambda a, b: R.bitwise_or(a, b), "__ror__": lambda a, b: R.bitwise_or(b, a),
+        "__xor__": lambda a, b: R.bitwise_xor(a, b), "__rxor__": lambda a, b: R.bitwise_xor(b, a),
+        "__invert__": lambda a: R.invert(a),
         "__lt__": lambda a, b: R.less(a, b), "__le__": lambda a, b: R.less_equal(a, b),
         "__gt__": lambda a, b: R.greater(a, b), "__ge__": lambda a, b: R.greater_equal(a, b),
         "__eq__": lambda a, b: R.equal(a, b), "__ne__": lambda a, b: R.not_equal(a, b),

@@ -450,6 +450,12 @@ argmax.axes = argmin.axes = _axes_reduction
 logical_and = prim("logical_and", np.logical_and, "jump", batch=EW)
 logical_or = prim("logical_or", np.logical_or, "jump", batch=EW)
 logical_not = prim("logical_not", np.logical_not, "jump", batch=EW)
+logical_xor = prim("logical_xor", np.logical_xor, "jump", batch=EW)
+# (|, &, ^, ~: the logical operations on booleans, bitwise on integers, as numpy's)
+bitwise_and = prim("bitwise_and", np.bitwise_and, "jump", batch=EW)
+bitwise_or = prim("bitwise_or", np.bitwise_or, "jump", batch=EW)
+bitwise_xor = prim("bitwise_xor", np.bitwise_xor, "jump", batch=EW)
+invert = prim("invert", np.invert, "jump", batch=EW)
 isfinite = prim("isfinite", np.isfinite, "jump", batch=EW)
 isnan = prim("isnan", np.isnan, "jump", batch=EW)
 heaviside = prim("heaviside", np.heaviside, "jump", batch=EW)
@@ -586,6 +592,10 @@ mean = prim("mean", _mean, batch=_batch_reduction)
 max_ = prim("max", np.max, batch=_batch_reduction)
 min_ = prim("min", np.min, batch=_batch_reduction)
 sum_.axes = mean.axes = max_.axes = min_.axes = _axes_reduction
+# (np.any / np.all along logical axes: per draw, a value like any other reduction)
+any_ = prim("any", np.any, "jump", batch=_batch_reduction)
+all_ = prim("all", np.all, "jump", batch=_batch_reduction)
+any_.axes = all_.axes = _axes_reduction
 
 
 def _count(x_shape, axis):

@@ -12,6 +12,7 @@ whether along a differentiable path ("smooth") or across a jump or black box
 
 import numpy as np
 
+from ..core import effects
 from ..core.tape import Tracer, strip
 from ..errors import TracingError
 from ..numpy import rules as R
@@ -92,10 +93,19 @@ class PerSample(Tracer):
     def __bool__(self):
         if not self.deps.up:  # depends on no draw: the same in every row (parameter copies)
             return bool(np.asarray(strip(self.value))[0])
+        if self.n == 1 and not self.shape and _branch_on(self):
+            # one draw: its own branch, a function of score-function sites only (their
+            # estimate needs no derivative through it; the costs after it depend on them)
+            return bool(effects.read(self.value, "it was used as a truth value")[0])
         raise TracingError(
             "Python control flow on a value that differs between draws (for example "
             "`if x > 0:`) cannot be evaluated for all draws at once; write it with "
-            "np.where(condition, a, b), or np.maximum / np.minimum / np.clip")
+            "np.where(condition, a, b), or np.maximum / np.minimum / np.clip. To end a loop "
+            "of episodes, count each step with `with scg.mask(alive):` and leave the loop "
+            "with `if scg.all(done): break`" + (
+                "" if self.n != 1 else "; with one draw, a branch is allowed on values of "
+                "score-function sites only, not on a pathwise draw (a jump its derivative "
+                "would miss): draw it with estimator='score' to branch on it"))
 
     def __repr__(self):
         return f"PerSample(shape={self.shape}, n={self.n})"
@@ -253,7 +263,20 @@ _PER_SAMPLE_FUNCTIONS = {
     np.zeros_like: _like(np.zeros_like), np.ones_like: _like(np.ones_like),
     np.full_like: _like(np.full_like), np.empty_like: _like(np.empty_like),
 }
-for _f in (np.all, np.any, np.isclose, np.allclose, np.array_equal, np.nonzero,
+for _f in (np.isclose, np.allclose, np.array_equal, np.nonzero,
            np.count_nonzero):
     _PER_SAMPLE_FUNCTIONS[_f] = _no_collapse(_f.__name__)
 assert all(f in FUNCTIONS for f in _PER_SAMPLE_FUNCTIONS)
+
+
+def _branch_on(value):
+    """May Python branch on this one-draw value? Where no site with a derivative along its
+    draw (pathwise) lies upstream: then the run notes that every later cost depends on the
+    sites it came from (the branch decides which costs there are)."""
+    from .sites import innermost_run  # (the run of the model: above this module)
+    run = innermost_run()
+    if run is None or any(s not in run.sites or run.sites[s].estimator.differentiable
+                          for s in value.deps.up):
+        return False
+    run.control = run.control | value.deps.up
+    return True

@@ -26,6 +26,7 @@ from ..estimators.antithetic import antithetic_noise
 from ..kernels.parallel import count_nonfinite
 from ..numpy import rules as R
 from .copies import copies_for
+from .masks import physical_mask
 from .memory import check_fits
 from .persample import NO_DEPS, Deps, PerSample, lift
 from .plates import label_draw
@@ -96,6 +97,7 @@ class Site:
     biased: bool = field(default=False, repr=False)  # (its baseline uses its own cost)
     # the distribution's per-draw parameters and their versions when the site was drawn
     param_versions: tuple = field(default=(), repr=False)
+    mask: object = field(default=None, repr=False)  # (scg.mask: where the site counts)
 
     def check_unchanged(self):
         """Raise ValueError if an in-place operator changed a parameter of the site's
@@ -139,6 +141,9 @@ class Site:
                 own = own_draws() if self.own_draws else contextlib.nullcontext()
                 with _no_recording(), own:
                     lp = _traced_physical(self.dist, draw.level).log_prob(draw.value)
+            if self.mask is not None:  # (scg.mask: the site counts only where it holds)
+                lp = R.where(physical_mask(self.mask, len(self.dist.batch_shape), draw.level),
+                             lp, 0.0)
             self._log_prob = lp
             family = family_of(self.dist)
             if family.finite_log_prob_of_draws and getattr(family, "_checked", False) and \
@@ -320,10 +325,24 @@ def draw_site(run, msg):
     site = Site(name, dist, out, est, reason, run.plates, param_deps, d.aux,
                 own_draws=law or bool(est.own_draws),
                 draws_from_law=law or bool(est.draws_from_law),
-                param_versions=tuple((p, p.version) for p in params))
+                param_versions=tuple((p, p.version) for p in params),
+                mask=_site_mask(name, est, msg.fields.get("mask")))
     est.after_draw(site, run)
     run.add_site(site)
     return out.alias()  # (the model may change its value in place: the site keeps its own)
+
+
+def _site_mask(name, est, mask):
+    """The mask of a site drawn inside scg.mask, checked against its estimator."""
+    if mask is None:
+        return None
+    if est.name not in ("score", "pathwise") or getattr(est, "dreg", False):
+        raise EstimatorError(
+            f"site {name!r} is drawn inside scg.mask, where {est!r} cannot serve it (it "
+            "evaluates copies of the model or reweights the draw, which a mask would leave "
+            "half counted); use the score function (scg.Score(...), 'auto') or a pathwise "
+            "derivative there")
+    return mask
 
 
 def _choose(run, name, dist, spec):
@@ -579,6 +598,7 @@ def add_cost(run, msg):
     """Perform a "cost" message in `run`: check the value and record the cost."""
     name, value = msg.name, msg.fields["value"]
     run.check_new_name(name)
+    mask = msg.fields.get("mask")
     if value is None or isinstance(value, (str, bytes, dict, list, tuple)):
         raise TypeError(f"cost {name!r} must be a number or an array of numbers (per draw "
                         f"or shared), got {type(value).__name__} {value!r:.60}")
@@ -590,6 +610,9 @@ def add_cost(run, msg):
                         f"{type(raw).__name__} {raw!r:.60}; " + _REAL_ADVICE.get(
                             kind, "give a number or an array of numbers (a generator or "
                             "iterator is not evaluated: sum it or make an array of it)"))
+    if mask is not None:  # (scg.mask: the cost counts only where the condition holds)
+        value = np.where(mask, value, 0.0)
+        raw = strip(value)
     bad = count_nonfinite(raw)
     if bad:
         raise FloatingPointError(f"cost {name!r} is not finite for {bad} of "
@@ -605,6 +628,8 @@ def add_cost(run, msg):
         value = value.alias()  # (the model may change its value in place after this call)
     elif type(value) is np.ndarray:
         value = kept(value)  # the model may change its buffer after this call
+    if run.control:  # (after a branch on draws: whether the cost is here depends on them)
+        deps = Deps(deps.up | run.control, deps.smooth, deps.rough | run.control)
     # a subsampled plate's costs stand for all its elements: those given inside it, those
     # along its axis and those that combined its elements
     scaled = set(run.plates) | set(plates) | {p for p, _ in mixed}

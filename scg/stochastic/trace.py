@@ -61,6 +61,9 @@ class Trace(effects.Handler):
         self.proposals = []  # the DReG sites' proposals, filled by the bounds (dreg.py)
         self.plates = ()  # the plates open now, outermost first
         self.plated = False  # has a plate been open in this run
+        # the sites Python's control flow branched on (one draw): every later cost depends
+        # on them
+        self.control = frozenset()
         self.bytes_estimate = 0  # (see memory.check_fits)
         self.bytes_budget = None
         self._graph = nx.DiGraph() if record else None

@@ -287,8 +287,9 @@ def _count(d):
 JUMPS = {np.floor, np.ceil, np.rint, np.sign, np.round, np.around, np.greater,
          np.greater_equal, np.less, np.less_equal, np.equal, np.not_equal, np.argmax,
          np.argmin, np.heaviside, np.logical_and, np.logical_or, np.logical_not,
-         np.isfinite, np.isnan}
-INSPECT = {np.shape, np.ndim, np.size, np.all, np.any, np.isclose, np.allclose,
+         np.isfinite, np.isnan, np.logical_xor, np.bitwise_and, np.bitwise_or,
+         np.bitwise_xor, np.invert, np.all, np.any}
+INSPECT = {np.shape, np.ndim, np.size, np.isclose, np.allclose,
            np.zeros_like, np.ones_like, np.full_like, np.empty_like, np.array_equal,
            np.nonzero, np.count_nonzero}
 

@@ -1,0 +1,127 @@
+"""Episodes that end: `scg.mask(alive)` counts a step's sites and costs only where the
+episode is alive, `scg.all(done)` ends the loop once every draw's episode has ended, and with
+one draw a Python branch on score-function draws is allowed (the costs after it depend on
+them). Against the exact gradient by enumeration of every action sequence."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+import scg
+
+T = 6
+
+
+def _steps_alive(actions):
+    """Steps of an episode: a walk of +1 / -1 that ends when |position| reaches 2."""
+    pos = 0
+    for t, a in enumerate(actions):
+        pos += 2 * a - 1
+        if abs(pos) >= 2:
+            return t + 1
+    return len(actions)
+
+
+def _exact(theta):
+    p = 1 / (1 + np.exp(-theta))
+    return sum(np.prod([p if a else 1 - p for a in seq]) * -_steps_alive(seq)
+               for seq in itertools.product([0, 1], repeat=T))
+
+
+def _exact_grad(theta, h=1e-6):
+    return (_exact(theta + h) - _exact(theta - h)) / (2 * h)
+
+
+def masked(theta):
+    pos, alive = 0.0, True
+    for t in range(T):
+        with scg.mask(alive):
+            a = scg.sample(f"a{t}", scg.Bernoulli(logits=theta))
+            scg.cost(f"r{t}", -1.0)
+        pos = pos + 2 * a - 1
+        alive = alive & (np.abs(pos) < 2)
+        if scg.all(~alive):
+            break
+
+
+def branching(theta):
+    pos = 0.0
+    for t in range(T):
+        a = scg.sample(f"a{t}", scg.Bernoulli(logits=theta))
+        scg.cost(f"r{t}", -1.0)
+        pos = pos + 2 * a - 1
+        if np.abs(pos) >= 2:
+            break
+
+
+def test_masked_episodes_are_unbiased():
+    E = scg.expectation(masked, n=100_000, seed=0)
+    assert E(0.4) == pytest.approx(_exact(0.4), abs=0.03)
+    gs = scg.grad_samples(E)(0.4)
+    assert abs(gs.mean - _exact_grad(0.4)) < 5 * gs.stderr
+
+
+def test_with_one_draw_an_episode_may_break_on_its_own_draws():
+    E = scg.expectation(branching, n=1, seed=0)
+    g = np.array([scg.grad(E)(0.4) for _ in range(6_000)])
+    assert abs(g.mean() - _exact_grad(0.4)) < 5 * g.std() / np.sqrt(g.size)
+
+
+def test_a_branch_on_a_pathwise_draw_is_refused_even_with_one_draw():
+    def model(theta):
+        x = scg.sample("x", scg.Normal(theta, 1.0))
+        if x > 0:
+            return 1.0
+        return 0.0
+
+    with pytest.raises(scg.TracingError, match="estimator='score'"):
+        scg.grad(scg.expectation(model, n=1, seed=0))(0.1)
+    with pytest.raises(scg.TracingError, match="scg.all"):
+        scg.grad(scg.expectation(model, n=4, seed=0))(0.1)
+
+
+def test_the_loop_ends_when_every_episode_has_ended_and_jit_checks_it():
+    ended_early = [len(scg.trace(masked, 3.0, n=3, seed=seed).sites) < T for seed in range(20)]
+    assert any(ended_early)   # every walk hit the wall before T steps: the loop broke
+    jitted = scg.jit(scg.grad(scg.expectation(masked, n=6, seed=1)))
+    eager = scg.expectation(masked, n=6, seed=1)
+    for _ in range(30):   # the step where the loop ends changes from call to call
+        assert jitted(0.4) == scg.grad(eager)(0.4)
+    assert "scg.all(...) of a per-draw condition" in jitted.explain()
+
+
+def test_a_mask_on_an_estimator_with_copies_is_an_error():
+    def model(theta):
+        alive = scg.sample("first", scg.Bernoulli(logits=theta)) > 0
+        with scg.mask(alive):
+            a = scg.sample("a", scg.Bernoulli(logits=theta), estimator=scg.Enumerate())
+        return a
+
+    with pytest.raises(scg.EstimatorError, match="site 'a' is drawn inside scg.mask"):
+        scg.grad(scg.expectation(model, n=4, seed=0))(0.2)
+
+
+def test_masks_nest_and_a_plain_false_masks_everything():
+    def model(theta, outer):
+        x = scg.sample("x", scg.Normal(theta, 1.0))
+        with scg.mask(outer):
+            with scg.mask(x > 0):
+                scg.cost("c", x)
+        return 0.0 * x
+
+    # E[x; x > 0] for x ~ N(theta, 1): d/dtheta = P(x > 0) = Phi(theta)
+    from scipy.stats import norm
+    gs = scg.grad_samples(scg.expectation(model, n=100_000, seed=0))(0.3, True)
+    assert abs(gs.mean - norm.cdf(0.3)) < 5 * gs.stderr
+    assert scg.grad(scg.expectation(model, n=100, seed=0))(0.3, False) == 0.0
+
+
+def test_a_mask_that_is_not_boolean_is_a_type_error():
+    def model(theta):
+        x = scg.sample("x", scg.Normal(theta, 1.0))
+        with scg.mask(x):
+            scg.cost("c", x)
+
+    with pytest.raises(TypeError, match="boolean condition"):
+        scg.grad(scg.expectation(model, n=4, seed=0))(0.3)
