@@ -6,7 +6,7 @@ expectation (its DiCE surrogate) is printed beside the exact Hessian (enumeratio
 coins, closed form in y), then a few Newton steps with estimated gradient and Hessian are
 compared with the exact objective.
 
-Run: python examples/higher_order.py
+Run: python examples/higher_order.py [--n 100000] [--steps 5] [--seed 0]
 """
 
 import itertools
@@ -64,5 +64,15 @@ def _exact_minimum(iterations=50):
     return theta
 
 
+def _arguments():
+    import argparse
+    parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
+    parser.add_argument("--n", type=int, default=100_000, help="draws per estimate")
+    parser.add_argument("--steps", type=int, default=5, help="Newton steps")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the expectation")
+    return parser.parse_args()
+
+
 if __name__ == "__main__":
-    main()
+    args = _arguments()
+    main(n=args.n, steps=args.steps, seed=args.seed)

@@ -75,7 +75,7 @@ def _plot(plt, samples, out_dir):
             ax.set_title(f"{label}: dF/d{p}\nvariance {s.var(ddof=1):.1f}")
             ax.set_xlabel(f"per-draw estimate of dF/d{p}")
             ax.set_ylabel("draws per bin")
-            ax.legend(fontsize=8)
+            ax.legend(fontsize=8, loc="upper right")  # (a fixed place: "best" searches the bars)
     fig.suptitle(f"Per-draw estimates, x ~ N(2, 1), f = x^2 ({len(s):,} draws each; "
                  "tails clipped into the end bins)")
     fig.tight_layout()

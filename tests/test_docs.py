@@ -14,4 +14,5 @@ BLOCKS = [(f, i, code) for f in FILES
 @pytest.mark.parametrize("path, i, code", BLOCKS,
                          ids=[f"{f.name}:{i}" for f, i, _ in BLOCKS])
 def test_block_runs(path, i, code, capsys):
-    exec(compile(code, f"{path.name} block {i}", "exec"), {"__name__": "__docs__"})
+    # (run as a script: a block guarded by `if __name__ == "__main__":` runs too)
+    exec(compile(code, f"{path.name} block {i}", "exec"), {"__name__": "__main__"})

@@ -184,7 +184,7 @@ class Mean(Baseline):
     def value(self, q, state):
         n = q.shape[0]
         warnings.warn(f"the batch-mean baseline includes each draw in its own baseline: the "
-                      f"gradient is scaled by (n - 1) / n = {(n - 1) / n:.4g}; use 'loo' for "
+                      f"gradient is scaled by (n - 1) / n = 1 - 1/{n}; use 'loo' for "
                       "an unbiased estimate", BiasWarning, stacklevel=2)
         return np.mean(q, axis=0, keepdims=True)
 
@@ -249,7 +249,7 @@ class GRPO(Baseline):
                            "the draws",
                   None: "does not divide (Dr. GRPO)"}[self.scale]
         return (f"the GRPO baseline is biased: it includes each draw in its group's mean "
-                f"(scaling the gradient by (n - 1) / n = {(n - 1) / n:.4g}) and {scaled}; "
+                f"(scaling the gradient by (n - 1) / n = 1 - 1/{n}) and {scaled}; "
                 "its expectation is not the gradient of the expected cost. Use "
                 "scg.Score('loo') (RLOO) for an unbiased estimate, or measure the bias with "
                 "scg.compare(..., reference=)")

@@ -157,6 +157,13 @@ class Comparison:
             totals.append(np.nan if exact else total)  # (no bar on a log axis for 0)
         right.barh(labels, totals, color="tab:blue")
         right.set_xscale("log")
+        shown = [t for t in totals if np.isfinite(t) and t > 0]
+        if shown:  # (whole decades: labels on the decades only, none on minor ticks)
+            from matplotlib.ticker import LogLocator, NullFormatter
+            lo, hi = np.floor(np.log10(min(shown))), np.ceil(np.log10(max(shown)))
+            right.set_xlim(10.0 ** lo, 10.0 ** max(hi, lo + 1))
+            right.xaxis.set_major_locator(LogLocator(base=10, numticks=8))
+            right.xaxis.set_minor_formatter(NullFormatter())
         right.invert_yaxis()
         right.set_xlabel("per-draw variance, summed over coordinates")
         right.set_title(f"n = {self.n:,} draws per estimator")

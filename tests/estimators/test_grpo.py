@@ -94,7 +94,7 @@ def test_one_bias_warning_per_expectation_and_explain_says_biased():
             scg.grad(E)(THETA)
     bias = [w for w in caught if issubclass(w.category, scg.BiasWarning)]
     assert len(bias) == 1
-    assert "(n - 1) / n = 0.875" in str(bias[0].message)
+    assert "(n - 1) / n = 1 - 1/8" in str(bias[0].message)
     assert "scg.Score('loo')" in str(bias[0].message)
     text = E.last_trace.explain()
     assert "biased;" in text and "GRPO" in text and "group std + eps" in text

@@ -16,3 +16,14 @@ def test_newton_with_estimated_hessians(capsys):
     assert example.exact_objective(theta) - example.exact_objective(best) < 2e-3
     assert np.all(np.isfinite(theta))
     assert "exact minimum" in capsys.readouterr().out
+
+
+def test_its_command_line_takes_the_draws_steps_and_seed():
+    import subprocess
+    import sys
+    done = subprocess.run([sys.executable, str(PATH), "--help"], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0 and "--steps" in done.stdout and "--n" in done.stdout
+    done = subprocess.run([sys.executable, str(PATH), "--steps", "two"], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 2 and "invalid int value" in done.stderr
