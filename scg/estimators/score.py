@@ -216,7 +216,12 @@ class Score(Estimator):
         text = f"score, baseline: {b.describe() if b is not None else 'none'}"
         if self.antithetic:
             text += ", antithetic pairs (draw i + n/2 mirrors draw i)"
-            if type(b).paired is not Baseline.paired:
+            if b is None:
+                text += ("; each draw's score meets its own cost, so the two terms of a "
+                         "pair, whose noise differs by its sign, combine where the score is "
+                         "odd in the noise (a Normal's loc) into the central difference "
+                         "grad log p(x_i) * (f(x_i) - f(x_i')) / 2 of evolution strategies")
+            elif type(b).paired is not Baseline.paired:
                 text += "; the baseline leaves out the draw's pair"
         return text
 
