@@ -208,6 +208,7 @@ def _observe(name, dist, obs, estimator):
     if not (isinstance(estimator, str) and estimator == "auto"):
         raise ValueError(f"observed site {name!r}: an observed value is not drawn, so it has "
                          f"no estimator; drop estimator={estimator!r} (or obs= to draw it)")
+    _check_observed_shape(name, dist, obs)
     lp = dist.log_prob(obs)
     bad = count_nonfinite(strip(lp))
     if bad:
@@ -217,6 +218,25 @@ def _observe(name, dist, obs, estimator):
             "outside the support, or a degenerate parameter (a scale of 0)")
     cost(name, R.negative(lp))
     return obs
+
+
+def _check_observed_shape(name, dist, obs):
+    """An observed value has the site's shape, batch_shape + event_shape, or one that
+    broadcasts with it (each observation then meets the distribution's parameters)."""
+    want = tuple(dist.batch_shape) + tuple(dist.event_shape)
+    got = tuple(R.shape(obs))
+    event = tuple(dist.event_shape)
+    try:
+        np.broadcast_shapes(got, want)
+        fits = not event or got[len(got) - len(event):] == event
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ValueError(
+            f"observed site {name!r}: the observed value has shape {got}, and {dist!r} gives "
+            f"values of shape {want} (batch_shape {tuple(dist.batch_shape)} + event_shape "
+            f"{event}): they do not broadcast, or the event dims differ. Pass an observation of shape {want}, or "
+            "give the distribution parameters of the observation's shape")
 
 
 class PlateHandler(effects.Handler):
