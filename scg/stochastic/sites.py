@@ -7,6 +7,7 @@ records the site, with `draw_site`, `add_cost`, `open_plate` and `close_plate` h
 Outside a model they raise a clear error.
 """
 
+import collections.abc
 import contextlib
 import math
 import functools
@@ -585,6 +586,7 @@ def add_cost(run, msg):
     """Perform a "cost" message in `run`: check the value and record the cost."""
     name, value = msg.name, msg.fields["value"]
     run.check_new_name(name)
+    refuse_lazy(f"cost {name!r}", value)
     if value is None or isinstance(value, (str, bytes, dict, list, tuple)):
         raise TypeError(f"cost {name!r} must be a number or an array of numbers (per draw "
                         f"or shared), got {type(value).__name__} {value!r:.60}")
@@ -609,6 +611,19 @@ def add_cost(run, msg):
     if scale != 1.0:
         value = R.multiply(value, scale)
     run.add_cost(Cost(name, value, plates, deps, axes, mixed))
+
+
+def refuse_lazy(what, value):
+    """A generator, an iterator or a set is not a cost's value: name it (`what`) and say
+    how to make the value (numpy would raise about float())."""
+    if not isinstance(value, (collections.abc.Iterator, collections.abc.Set)):
+        return
+    kind = type(value).__name__
+    raise TypeError(
+        f"{what} is a {kind}, not a number or an array: scg cannot sum a lazy sequence of "
+        "values. Make the value itself, e.g. sum(f(x) for x in ...) or np.sum([f(x) for x in "
+        f"...]) instead of (f(x) for x in ...), or np.array(list(...)) for the values one by "
+        "one (each is then a cost entry)")
 
 
 def _relaxed_hint(run, value):

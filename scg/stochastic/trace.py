@@ -16,7 +16,7 @@ from .runtime import RUNTIME
 from ..estimators import auto
 from .copies import Copies, CopyLayout, Replan
 from .sites import (EstimatorChoice, add_cost, carries_gradient, close_plate, cost, draw_site,
-                    family_of, innermost_run, open_plate)
+                    family_of, innermost_run, open_plate, refuse_lazy)
 
 RETURN_COST = "return"
 
@@ -354,6 +354,8 @@ def run_model(model, args, kwargs, *, n, rng, decisions, reasons, record=False,
                         f"{type(out).__name__}: a model returns its cost (a number or an "
                         "array per draw), or None. To return other values beside it, make "
                         "the expectation with has_aux=True and return (cost, aux)")
+                refuse_lazy(f"the return value of the model {getattr(model, '__name__', model)!r}"
+                            f" (its cost {RETURN_COST!r})", out)
                 if out is not None:
                     cost(RETURN_COST, out)
                 layout.settle(trace.sites, [c.deps.up for c in trace.cost_sites.values()])

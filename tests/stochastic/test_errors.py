@@ -233,3 +233,20 @@ def test_a_hand_written_term_that_is_not_one_number_names_the_estimator_and_the_
                                                  r"PerDrawTerm\(\) is of shape \(10, 3\); a "
                                                  r"term is one number.*linear_term"):
         scg.grad(scg.expectation(model, n=10, seed=3))(np.array([0.4, 0.1, 0.2]))
+
+
+def test_a_generator_as_a_cost_names_the_return_value_or_the_cost():
+    def returns_generator(theta):
+        x = scg.sample("x", scg.Normal(theta, 1.0))
+        return (v ** 2 for v in [x])
+
+    def costs_generator(theta):
+        x = scg.sample("x", scg.Normal(theta, 1.0))
+        scg.cost("squares", map(np.square, [x]))
+        return x
+
+    with pytest.raises(TypeError, match=r"the return value of the model 'returns_generator' "
+                       r"\(its cost 'return'\) is a generator.*np.sum\(\[f\(x\)"):
+        scg.grad(scg.expectation(returns_generator, n=8, seed=0))(np.zeros(3))
+    with pytest.raises(TypeError, match=r"cost 'squares' is a map, not a number"):
+        scg.grad(scg.expectation(costs_generator, n=8, seed=0))(np.zeros(3))
