@@ -72,6 +72,15 @@ class Constant(Baseline):
     checked = True
 
     def __init__(self, b):
+        if isinstance(b, (bool, np.bool_)) or not isinstance(b, (int, float, np.integer,
+                                                                  np.floating)):
+            raise TypeError(f"Constant: the baseline is a number, got {type(b).__name__} "
+                            f"{b!r:.60}")
+        if not np.isfinite(b):
+            raise ValueError(
+                f"Constant: the baseline is {float(b)!r}; a constant baseline is a finite "
+                "number (every advantage q - b would be non-finite). Pass a finite number, "
+                "or None for no baseline")
         self.b = float(b)
 
     def value(self, q, state):
@@ -294,18 +303,34 @@ def warn_if_own_draw_counts(baseline, q, state, site):
     return False
 
 
+_NAMED = {"loo": LeaveOneOut, "leave-one-out": LeaveOneOut, "mean": Mean,
+          "moving_average": MovingAverage, "grpo": GRPO}
+
+_KINDS = ("None, a finite number (a constant), 'loo', 'mean', 'moving_average', 'grpo', or "
+          "an object of a scg.baselines.Baseline class (LeaveOneOut(), MovingAverage(0.9), "
+          "GRPO(), or your own)")
+
+
 def as_baseline(spec):
     """A Baseline from None, a number, 'loo', 'mean', or a Baseline object."""
     if spec is None or isinstance(spec, Baseline):
         return spec
     if isinstance(spec, str):
-        named = {"loo": LeaveOneOut, "leave-one-out": LeaveOneOut, "mean": Mean,
-                 "moving_average": MovingAverage, "grpo": GRPO}
-        if spec in named:
-            return named[spec]()
-        raise ValueError(f"unknown baseline {spec!r}; use None, a number, 'loo', 'mean' or "
-                         "a scg.baselines object")
+        if spec in _NAMED:
+            return _NAMED[spec]()
+        raise ValueError(f"unknown baseline {spec!r}; a baseline is {_KINDS}")
+    if isinstance(spec, type) and issubclass(spec, Baseline):
+        raise TypeError(f"baseline={spec.__name__} is the class; pass an object of it: "
+                        f"baseline={spec.__name__}()")
+    if isinstance(spec, (bool, np.bool_)):
+        raise TypeError(f"baseline={spec!r} is not a baseline; a baseline is {_KINDS}")
     if isinstance(spec, (int, float, np.floating, np.integer)):
+        if not np.isfinite(spec):
+            raise ValueError(f"baseline={float(spec)!r}: a constant baseline is a finite number "
+                             "(every advantage q - b would be non-finite); pass a finite "
+                             "number, or None for no baseline")
         return Constant(spec)
-    raise TypeError(f"a baseline is None, a number, 'loo', 'mean' or a scg.baselines.Baseline, "
-                    f"got {type(spec).__name__}")
+    if isinstance(spec, np.ndarray) and spec.ndim == 0 and spec.dtype.kind in "iuf":
+        return as_baseline(spec.item())
+    raise TypeError(f"baseline={spec!r:.60} ({type(spec).__name__}) is not a baseline; a "
+                    f"baseline is {_KINDS}")

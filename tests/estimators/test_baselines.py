@@ -153,3 +153,24 @@ def test_explain_of_a_trace_does_not_call_an_unchecked_baseline_unbiased():
         a = scg.sample("a", scg.Bernoulli(logits=theta), estimator=scg.Score("loo"))
         return np.where(a == 1, 3.0, 1.0)
     assert "unbiased;" in scg.trace(checked, 0.3, n=2).explain()
+
+
+@pytest.mark.parametrize("spec,error,text", [
+    (np.nan, ValueError, r"baseline=nan: a constant baseline is a finite number"),
+    (float("-inf"), ValueError, r"baseline=-inf: a constant baseline is a finite number"),
+    ("median", ValueError, r"unknown baseline 'median'; a baseline is None, a finite number"),
+    (object(), TypeError, r"\(object\) is not a baseline; a baseline is None"),
+    ([1.0, 2.0], TypeError, r"\(list\) is not a baseline"),
+    (True, TypeError, r"baseline=True is not a baseline"),
+    (scg.baselines.LeaveOneOut, TypeError, r"is the class; pass an object of it: "
+                                           r"baseline=LeaveOneOut\(\)"),
+])
+def test_a_bad_baseline_spec_is_refused_when_the_estimator_is_made(spec, error, text):
+    with pytest.raises(error, match=text):
+        scg.Score(spec)
+
+
+def test_a_constant_baseline_object_is_finite():
+    with pytest.raises(ValueError, match=r"Constant: the baseline is nan"):
+        scg.baselines.Constant(np.nan)
+    assert scg.Score(np.float32(2.0)).baseline.b == 2.0
