@@ -211,7 +211,8 @@ class GRPO(Baseline):
     Args:
         scale: "group" (each group's std, per plate element), "batch" (one std over all
             draws and plate elements), or None (no division: Dr. GRPO).
-        eps: added to the std after the square root.
+        eps: added to the std after the square root. With eps=0, a group of equal costs
+            (std 0) has advantages 0, as with any eps > 0 (not 0 / 0).
     """
 
     biased = True
@@ -233,13 +234,20 @@ class GRPO(Baseline):
         if not state.get("warned"):  # (once per expectation and site: the state is its)
             state["warned"] = True
             warnings.warn(self._bias(n), BiasWarning, stacklevel=2)
-        centered = q - np.add.reduce(q, axis=0, keepdims=True) / n
+        # (about the first draw: a group of equal costs has a mean equal to them, exactly,
+        # so its centered costs are 0, not the rounding error of a sum)
+        shifted = q - q[:1]
+        centered = shifted - np.add.reduce(shifted, axis=0, keepdims=True) / n
         if self.scale is None:
             return centered
         if self.scale == "group":
             std = np.sqrt(np.add.reduce(centered * centered, axis=0, keepdims=True) / (n - 1))
         else:
             std = np.std(q, ddof=1)
+        if self.eps == 0.0:
+            # a group of equal costs (std 0) carries no signal: its advantages are 0, as
+            # with any eps > 0 (TRL's 1e-4, verl's 1e-6), not 0 / 0
+            return centered / np.where(std == 0.0, 1.0, std)
         return centered / (std + self.eps)
 
     def value(self, q, state):
