@@ -250,3 +250,25 @@ def test_a_generator_as_a_cost_names_the_return_value_or_the_cost():
         scg.grad(scg.expectation(returns_generator, n=8, seed=0))(np.zeros(3))
     with pytest.raises(TypeError, match=r"cost 'squares' is a map, not a number"):
         scg.grad(scg.expectation(costs_generator, n=8, seed=0))(np.zeros(3))
+
+
+def test_an_integer_leaf_used_as_a_size_names_the_leaf():
+    def sized(theta):
+        x = scg.sample("x", scg.Normal(theta["w"], 1.0))
+        return np.sum(x ** 2) + np.sum(np.zeros(theta["k"]))
+
+    def counted(theta):
+        x = scg.sample("x", scg.Normal(theta["w"], 1.0))
+        return sum(x[i] ** 2 for i in range(theta["k"]))
+
+    theta = {"w": np.ones(3), "k": 3}
+    for model in (sized, counted):
+        E = scg.expectation(model, n=8, seed=0)
+        with pytest.raises(scg.TracingError, match=r"argument 0\['k'\] \(3\) is an integer "
+                           r"inside the differentiated arguments.*argnums=0.*closure"):
+            scg.grad(E)(theta)
+    # the advice works: k as an argument that is not differentiated
+    E = scg.expectation(lambda w, k: sized({"w": w, "k": k}), n=8, seed=0)
+    assert scg.grad(E, argnums=0)(np.ones(3), 3).shape == (3,)
+    with pytest.raises(scg.TracingError, match=r"argument 1 \(2\) is an integer"):
+        scg.grad(lambda x, k: np.sum(np.ones(k) * x), argnums=(0, 1))(1.0, 2)
