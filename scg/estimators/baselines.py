@@ -39,7 +39,9 @@ class Baseline:
     def advantage(self, q, state):
         """q - b: the weight of each draw's score in the estimate, the protocol's hook (a
         baseline may override it with a cheaper formula, or with a weight of its own)."""
-        return q - self.value(q, state)
+        b = self.value(q, state)
+        check_shape(self, q, b, "value")
+        return q - b
 
     def affine(self, q):
         """(k, t) when the advantage is q * k - t for a number k and an array t that need
@@ -276,6 +278,30 @@ class GRPO(Baseline):
         what = {"group": "/ (group std + eps)", "batch": "/ (batch std + eps)",
                 None: "(Dr. GRPO: no division)"}[self.scale]
         return f"GRPO: (q - group mean) {what}, eps {self.eps:g} (biased)"
+
+
+class BaselineShapeError(EstimatorError):
+    """A baseline's value or advantage does not have a shape that lines up with q's (the
+    estimator adds the site's name)."""
+
+
+def check_shape(baseline, q, out, what):
+    """Raise BaselineShapeError unless `out`, a baseline's `what` ("value" or "advantage")
+    for costs q of shape (n, *elements), is one number, one per element (q.shape[1:]), or
+    an array of q's number of dimensions that broadcasts to q's shape."""
+    got, want = tuple(np.shape(out)), tuple(np.shape(q))
+    if got == want or got == () or got == want[1:]:
+        return
+    if len(got) == len(want) and all(g in (1, w) for g, w in zip(got, want)):
+        return
+    elements = want[1:]
+    raise BaselineShapeError(
+        f"the baseline {baseline!r} gave {'a' if what == 'value' else 'an'} {what} of shape "
+        f"{got} for the costs q of shape {want} (n = {want[0]} draws"
+        f"{f' x elements {elements}' if elements else ''}); a baseline's {what} is one number "
+        f"(shape ()), one per element (shape {elements}), or one per draw and element (shape "
+        f"{want}, or {(1,) + elements} for all draws). Return one of those shapes from "
+        f"{type(baseline).__name__}.{what}(q, state)")
 
 
 def warn_if_own_draw_counts(baseline, q, state, site):

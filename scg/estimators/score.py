@@ -15,7 +15,7 @@ from ..distributions.one_hot_categorical import OneHotCategorical
 from ..errors import BiasWarning, EstimatorError
 from .antithetic import check_antithetic
 from .base import Estimator
-from .baselines import Baseline, as_baseline
+from .baselines import Baseline, BaselineShapeError, as_baseline, check_shape
 from .terms import linear_term, magic_box, open_probs
 from ..numpy import rules as R
 
@@ -136,8 +136,12 @@ class Score(Estimator):
         out = b.paired(q, ctx.first_order) if self.antithetic else None
         if out is None:
             # (one recorded operation under scg.jit: replays read the state as it is then)
-            out = effects.stateful(b.advantage if ctx.first_order else b.value, q,
-                              effects.State(state))
+            what = "advantage" if ctx.first_order else "value"
+            try:
+                out = effects.stateful(getattr(b, what), q, effects.State(state))
+                check_shape(b, q, out, what)
+            except BaselineShapeError as e:
+                raise EstimatorError(f"site {site.name!r}: {e}") from None
             ctx.check_baseline(site.name, b, q, state)
         ctx.update_baseline(site.name, b, q, state)
         return read_only(np.broadcast_to(out, q.shape))

@@ -1,6 +1,8 @@
 """Baselines: leave-one-out and moving averages are unbiased; the batch mean is biased by
 exactly (n - 1) / n."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -174,3 +176,43 @@ def test_a_constant_baseline_object_is_finite():
     with pytest.raises(ValueError, match=r"Constant: the baseline is nan"):
         scg.baselines.Constant(np.nan)
     assert scg.Score(np.float32(2.0)).baseline.b == 2.0
+
+
+class _Shaped(scg.baselines.Baseline):
+    checked = True
+
+    def __init__(self, shape):
+        self.shape = shape
+
+    def value(self, q, state):
+        return np.zeros(self.shape)
+
+
+class _ShapedAdvantage(_Shaped):
+    checked = True
+
+    def advantage(self, q, state):
+        return np.zeros(self.shape)
+
+
+def _plated(baseline):
+    def model(theta):
+        with scg.plate("p", 3):
+            x = scg.sample("x", scg.Bernoulli(logits=theta), estimator=scg.Score(baseline))
+        return x
+    return model
+
+
+@pytest.mark.parametrize("cls", [_Shaped, _ShapedAdvantage])
+def test_a_baseline_of_the_wrong_shape_names_the_baseline_the_site_and_the_shapes(cls):
+    what = "value" if cls is _Shaped else "advantage"
+    for bad in [(5,), (8,), (2, 3), (8, 3, 1)]:
+        E = scg.expectation(_plated(cls(bad)), n=8, seed=0)
+        with pytest.raises(scg.EstimatorError, match=(
+                rf"site 'x': the baseline {cls.__name__}\(shape=.*\) gave an? {what} of shape "
+                rf"{re.escape(str(bad))} for the costs q of shape \(8, 3\).*"
+                rf"{cls.__name__}.{what}\(q, state\)")):
+            scg.grad(E)(np.zeros(3))
+    for good in [(), (3,), (1, 3), (8, 3), (8, 1)]:
+        E = scg.expectation(_plated(cls(good)), n=8, seed=0)
+        assert np.all(np.isfinite(scg.grad(E)(np.zeros(3))))
