@@ -89,7 +89,11 @@ def check_layout(n, copies, sites):
         return
     available = available_bytes()
     if available is not None and needed > available:
-        raise memory_error(n, needed, available, "the copies of the run", copies)
+        names = [repr(k) for k in copies.names]
+        which = (f"site {names[0]}" if len(names) == 1 else
+                 f"sites {', '.join(names)}" if len(names) <= 4 else
+                 f"sites {', '.join(names[:3])} and {len(names) - 3} more")
+        raise memory_error(n, needed, available, f"the copies of the run for {which}", copies)
 
 
 def check_fits(run, dist, name):

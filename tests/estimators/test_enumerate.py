@@ -214,7 +214,7 @@ def _forty_coins(budget):
     (100_000, scg.EstimatorError, r"site 'b0': the enumerated sites together take "
                                   r"1,099,511,627,776 copies of the run .*b39: 2.*above "
                                   r"max_combinations=100,000"),
-    (10 ** 16, MemoryError, r"the copies of the run: each draw takes 1,099,511,627,776 "
+    (10 ** 16, MemoryError, r"the copies of the run for sites .b0., .b1., .b2. and 37 more: each draw takes 1,099,511,627,776 "
                             r"evaluations of the model \(2 \(b0: 2\) x .* no number of draws "
                             r"fits.*enumerate fewer of them jointly"),
 ])
