@@ -62,7 +62,8 @@ def torch_gradient(params, data, z=None, generator=None):
     log_q = (z * logits_q - F.softplus(logits_q)).sum(-1)                  # (draws, B)
     logits = z @ p["dec_W"] + p["dec_b"]
     log_lik = (x * logits - F.softplus(logits)).sum(-1)
-    f = -(log_lik + LATENTS * LOG_HALF - log_q)                             # per draw, point
+    # (log q without its parameters' derivative, of mean zero: as scg and Pyro leave it out)
+    f = -(log_lik + LATENTS * LOG_HALF - log_q.detach())                    # per draw, point
     baseline = (f.sum(0) - f) / (DRAWS - 1)
     surrogate = (f + log_q * (f - baseline).detach()).mean(0).sum()
     surrogate.backward()

@@ -11,7 +11,7 @@ import numpy as np
 
 from .core import effects, pytree
 from .core.tape import Box, Tracer, backward, new_level, new_root, strip
-from .errors import NoGradientPathError
+from .errors import NoGradientPathError, TracingError
 from .numpy import rules as R
 
 
@@ -59,8 +59,12 @@ class _Traced:
         self.args = list(args)
         self.parts = []  # per argnum: (treedef, roots); leaf names are made on demand
         self._roots = []
+        self.integers = []  # (argnum, treedef, k, value) of the integer leaves, boxed as floats
         for i in self.argnums:
             leaves, treedef = pytree.flatten_leaves(args[i])
+            if not floats_only:
+                self.integers += [(i, treedef, k, leaf) for k, leaf in enumerate(leaves)
+                                  if _is_integer(leaf)]
             if floats_only:  # (scg.trace: the float leaves are parameters, others pass)
                 roots = [new_root(np.asarray(leaf, dtype=float), level) if _is_float(leaf)
                          else leaf for leaf in leaves]
@@ -96,6 +100,39 @@ class _Traced:
 
 
 _F64 = np.dtype(np.float64)
+
+
+def _is_integer(leaf):
+    return isinstance(leaf, (int, np.integer)) and not isinstance(leaf, (bool, np.bool_)) or \
+        type(leaf) is np.ndarray and leaf.dtype.kind in "iu"
+
+
+def call_traced(call, traced, kwargs):
+    """`call(*traced.args, **kwargs)`; where an integer leaf of a differentiated argument
+    was used as a Python integer (a size, range(), an index), an error that names it."""
+    try:
+        return call(*traced.args, **kwargs)
+    except TypeError as e:
+        if not traced.integers or not _as_integer_error(e):
+            raise
+        names = [f"argument {i}{pytree.leaf_paths(treedef)[k]} ({leaf!r:.30})"
+                 for i, treedef, k, leaf in traced.integers]
+        one = len(names) == 1
+        raise TracingError(
+            f"{' and '.join(names)} {'is an integer' if one else 'are integers'} inside the "
+            "differentiated arguments, and the function uses a value being differentiated as "
+            "a Python integer (a size as in np.zeros(k), range(k), an index): scg "
+            "differentiates every leaf of the arguments in argnums, integers too (as floats), "
+            "and a derivative cannot pass through a size. Pass "
+            f"{'it' if one else 'them'} outside the differentiated arguments: as another "
+            "positional argument not in argnums (f(theta, k) with argnums=0), as a keyword "
+            "argument, or through a closure (functools.partial)") from e
+
+
+def _as_integer_error(e):
+    text = str(e)
+    return "Box(" in text or (isinstance(e, TracingError) and text.startswith(
+        "converting a value being differentiated to a Python number"))
 
 
 def _is_float(leaf):
@@ -267,7 +304,7 @@ def reverse(fun, args, kwargs, argnums, needs_path=False, check=None, per_draw=N
             call, roots, seed = fun, traced.roots(), None
         else:
             call, roots, seed = per_draw(traced, level)
-        out = call(*traced.args, **kwargs)
+        out = call_traced(call, traced, kwargs)
         value = strip(out, level - 1)
         out_shape = R.shape(value)  # (logical: inside a model, value may differ per draw)
         if out_shape and math.prod(out_shape) != 1:
@@ -301,7 +338,7 @@ def jacobian(fun, argnums=0):
     def jacobian_fun(*args, **kwargs):
         with new_level() as level:
             traced = _Traced(args, argnums, level)
-            out = fun(*traced.args, **kwargs)
+            out = call_traced(fun, traced, kwargs)
             out_leaves, out_def, _ = pytree.flatten(out)
             blocks = [_jacobian_rows(o, level, traced) for o in out_leaves]
         return pytree.unflatten(out_def, blocks)

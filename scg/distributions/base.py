@@ -248,6 +248,7 @@ def _naming_shapes(init):
     family and the shapes."""
     @functools.wraps(init)
     def checked(self, *args, **kwargs):
+        _require_numbers(type(self), init, args, kwargs)
         try:
             init(self, *args, **kwargs)
         except ParameterShapes as e:
@@ -257,6 +258,106 @@ def _naming_shapes(init):
                              "broadcast against each other (numpy's rules: equal sizes or 1, "
                              "aligned on the right); give them matching shapes") from None
     return checked
+
+
+_NUMERIC_KINDS = frozenset("fiub")
+_FLOAT = np.dtype(float)
+
+
+def _require_numbers(cls, init, args, kwargs):
+    """Raise TypeError naming the family and the parameter when a parameter (a name in
+    `arg_constraints`) is None where the family has no default of None, a string, or
+    something numpy cannot read as numbers (numpy's own error names neither)."""
+    for i, value in enumerate(args):
+        if not _plainly_numeric(value):
+            _check_parameter(cls, init, _positional_names(init)[i] if i < len(
+                _positional_names(init)) else None, value)
+    for name, value in kwargs.items():
+        if not _plainly_numeric(value):
+            _check_parameter(cls, init, name, value)
+
+
+def _plainly_numeric(value):
+    """The common parameters, recognised at once: numbers, numeric arrays, traced values."""
+    t = type(value)
+    if t is float or t is int:
+        return True
+    if isinstance(value, Tracer):  # (its dtype, without reading a value scg.jit holds)
+        return getattr(strip(value), "dtype", _FLOAT).kind in _NUMERIC_KINDS
+    if t is np.ndarray or isinstance(value, np.generic):
+        return value.dtype.kind in _NUMERIC_KINDS
+    return False
+
+
+@functools.lru_cache(maxsize=None)
+def _positional_names(init):
+    import inspect
+    return [p.name for p in list(inspect.signature(init).parameters.values())[1:]
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+
+@functools.lru_cache(maxsize=None)
+def _defaults(init):
+    import inspect
+    return {p.name: p.default for p in inspect.signature(init).parameters.values()}
+
+
+def _check_parameter(cls, init, name, value):
+    declared = cls.__dict__.get("arg_constraints", getattr(cls, "arg_constraints", None))
+    if not isinstance(declared, dict) or name not in declared:
+        return  # (not a parameter: validate_args, a base distribution)
+    family = cls.__name__
+    if value is None:
+        if _defaults(init).get(name, ...) is None:
+            return  # (an optional parameter left out: the family says which it needs)
+        what = "is None"
+    else:
+        what = _non_numeric(value)
+        if what is None:
+            return
+    raise TypeError(
+        f"{family}: parameter '{name}' {what}; a distribution's parameters are real "
+        f"numbers: pass {name}= a number, an array of numbers, or a value computed from the "
+        "arguments being differentiated")
+
+
+def _non_numeric(value):
+    """What is not real numbers about `value` (for a message), or None if numpy reads it
+    as real numbers."""
+    if isinstance(value, (str, bytes)):
+        return f"is the string {value!r:.40}"
+    if isinstance(value, Tracer):
+        value = np.empty((), dtype=getattr(strip(value), "dtype", _FLOAT))
+    if isinstance(value, (list, tuple)) and _holds_tracer(value):
+        return None  # (traced entries: what the family makes of them is its business)
+    try:
+        a = np.asarray(value)
+    except Exception:  # (a ragged nesting, an object numpy refuses)
+        return f"is a {type(value).__name__} that numpy cannot read as an array of numbers"
+    if a.dtype.kind in "US":
+        return f"is an array of strings (dtype {a.dtype})"
+    if a.dtype.kind in "cMm":  # (no order: a log-density of complex numbers or times)
+        what = {"c": "complex numbers", "M": "datetimes", "m": "durations"}[a.dtype.kind]
+        return f"holds {what} (dtype {a.dtype})"
+    if a.dtype.kind != "O":
+        return None
+    for entry in a.ravel():
+        if isinstance(entry, Tracer) or isinstance(entry, (int, float, complex, np.number)):
+            continue
+        if entry is None:
+            return "holds None"
+        if isinstance(entry, (str, bytes)):
+            return f"holds the string {entry!r:.40}"
+        try:
+            float(entry)
+        except Exception:
+            return f"holds a {type(entry).__name__}, not a number"
+    return None
+
+
+def _holds_tracer(seq):
+    return any(isinstance(v, Tracer) or (isinstance(v, (list, tuple)) and _holds_tracer(v))
+               for v in seq)
 
 
 def _reuse_last(log_prob):

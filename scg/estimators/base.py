@@ -63,6 +63,7 @@ class Estimator:
     own_draws = False
     draws_from_law = False
     copies_multiply = False
+    leaves_zero_mean = False  # (log q at the site's own draw, in a cost: see zero_mean.py)
 
     _PROMISES = ("own_draws", "draws_from_law")
 

@@ -40,7 +40,9 @@ class Baseline:
     def advantage(self, q, state):
         """q - b: the weight of each draw's score in the estimate, the protocol's hook (a
         baseline may override it with a cheaper formula, or with a weight of its own)."""
-        return q - self.value(q, state)
+        b = self.value(q, state)
+        check_shape(self, q, b, "value")
+        return q - b
 
     def affine(self, q):
         """(k, t) when the advantage is q * k - t for a number k and an array t that need
@@ -73,6 +75,15 @@ class Constant(Baseline):
     checked = True
 
     def __init__(self, b):
+        if isinstance(b, (bool, np.bool_)) or not isinstance(b, (int, float, np.integer,
+                                                                  np.floating)):
+            raise TypeError(f"Constant: the baseline is a number, got {type(b).__name__} "
+                            f"{b!r:.60}")
+        if not np.isfinite(b):
+            raise ValueError(
+                f"Constant: the baseline is {float(b)!r}; a constant baseline is a finite "
+                "number (every advantage q - b would be non-finite). Pass a finite number, "
+                "or None for no baseline")
         self.b = float(b)
 
     def value(self, q, state):
@@ -205,7 +216,8 @@ class GRPO(Baseline):
     Args:
         scale: "group" (each group's std, per plate element), "batch" (one std over all
             draws and plate elements), or None (no division: Dr. GRPO).
-        eps: added to the std after the square root.
+        eps: added to the std after the square root. With eps=0, a group of equal costs
+            (std 0) has advantages 0, as with any eps > 0 (not 0 / 0).
     """
 
     couples_draws = True
@@ -228,13 +240,20 @@ class GRPO(Baseline):
         if not state.get("warned"):  # (once per expectation and site: the state is its)
             state["warned"] = True
             warnings.warn(self._bias(n), BiasWarning, stacklevel=2)
-        centered = q - np.add.reduce(q, axis=0, keepdims=True) / n
+        # (about the first draw: a group of equal costs has a mean equal to them, exactly,
+        # so its centered costs are 0, not the rounding error of a sum)
+        shifted = q - q[:1]
+        centered = shifted - np.add.reduce(shifted, axis=0, keepdims=True) / n
         if self.scale is None:
             return centered
         if self.scale == "group":
             std = np.sqrt(np.add.reduce(centered * centered, axis=0, keepdims=True) / (n - 1))
         else:
             std = np.std(q, ddof=1)
+        if self.eps == 0.0:
+            # a group of equal costs (std 0) carries no signal: its advantages are 0, as
+            # with any eps > 0 (TRL's 1e-4, verl's 1e-6), not 0 / 0
+            return centered / np.where(std == 0.0, 1.0, std)
         return centered / (std + self.eps)
 
     def value(self, q, state):
@@ -263,6 +282,30 @@ class GRPO(Baseline):
         what = {"group": "/ (group std + eps)", "batch": "/ (batch std + eps)",
                 None: "(Dr. GRPO: no division)"}[self.scale]
         return f"GRPO: (q - group mean) {what}, eps {self.eps:g} (biased)"
+
+
+class BaselineShapeError(EstimatorError):
+    """A baseline's value or advantage does not have a shape that lines up with q's (the
+    estimator adds the site's name)."""
+
+
+def check_shape(baseline, q, out, what):
+    """Raise BaselineShapeError unless `out`, a baseline's `what` ("value" or "advantage")
+    for costs q of shape (n, *elements), is one number, one per element (q.shape[1:]), or
+    an array of q's number of dimensions that broadcasts to q's shape."""
+    got, want = tuple(np.shape(out)), tuple(np.shape(q))
+    if got == want or got == () or got == want[1:]:
+        return
+    if len(got) == len(want) and all(g in (1, w) for g, w in zip(got, want)):
+        return
+    elements = want[1:]
+    raise BaselineShapeError(
+        f"the baseline {baseline!r} gave {'a' if what == 'value' else 'an'} {what} of shape "
+        f"{got} for the costs q of shape {want} (n = {want[0]} draws"
+        f"{f' x elements {elements}' if elements else ''}); a baseline's {what} is one number "
+        f"(shape ()), one per element (shape {elements}), or one per draw and element (shape "
+        f"{want}, or {(1,) + elements} for all draws). Return one of those shapes from "
+        f"{type(baseline).__name__}.{what}(q, state)")
 
 
 def warn_if_own_draw_counts(baseline, q, state, site):
@@ -298,18 +341,34 @@ def warn_if_own_draw_counts(baseline, q, state, site):
     return False
 
 
+_NAMED = {"loo": LeaveOneOut, "leave-one-out": LeaveOneOut, "mean": Mean,
+          "moving_average": MovingAverage, "grpo": GRPO}
+
+_KINDS = ("None, a finite number (a constant), 'loo', 'mean', 'moving_average', 'grpo', or "
+          "an object of a scg.baselines.Baseline class (LeaveOneOut(), MovingAverage(0.9), "
+          "GRPO(), or your own)")
+
+
 def as_baseline(spec):
     """A Baseline from None, a number, 'loo', 'mean', or a Baseline object."""
     if spec is None or isinstance(spec, Baseline):
         return spec
     if isinstance(spec, str):
-        named = {"loo": LeaveOneOut, "leave-one-out": LeaveOneOut, "mean": Mean,
-                 "moving_average": MovingAverage, "grpo": GRPO}
-        if spec in named:
-            return named[spec]()
-        raise ValueError(f"unknown baseline {spec!r}; use None, a number, 'loo', 'mean' or "
-                         "a scg.baselines object")
+        if spec in _NAMED:
+            return _NAMED[spec]()
+        raise ValueError(f"unknown baseline {spec!r}; a baseline is {_KINDS}")
+    if isinstance(spec, type) and issubclass(spec, Baseline):
+        raise TypeError(f"baseline={spec.__name__} is the class; pass an object of it: "
+                        f"baseline={spec.__name__}()")
+    if isinstance(spec, (bool, np.bool_)):
+        raise TypeError(f"baseline={spec!r} is not a baseline; a baseline is {_KINDS}")
     if isinstance(spec, (int, float, np.floating, np.integer)):
+        if not np.isfinite(spec):
+            raise ValueError(f"baseline={float(spec)!r}: a constant baseline is a finite number "
+                             "(every advantage q - b would be non-finite); pass a finite "
+                             "number, or None for no baseline")
         return Constant(spec)
-    raise TypeError(f"a baseline is None, a number, 'loo', 'mean' or a scg.baselines.Baseline, "
-                    f"got {type(spec).__name__}")
+    if isinstance(spec, np.ndarray) and spec.ndim == 0 and spec.dtype.kind in "iuf":
+        return as_baseline(spec.item())
+    raise TypeError(f"baseline={spec!r:.60} ({type(spec).__name__}) is not a baseline; a "
+                    f"baseline is {_KINDS}")

@@ -21,6 +21,12 @@ class Pathwise(Estimator):
             its parameters held fixed, and the derivative reaching each particle is
             weighted by its normalized weight again. Unbiased; its signal-to-noise ratio
             for the proposal's parameters does not fall with K. First derivatives only.
+        stl: sticking the landing (Roeder, Wu and Duvenaud 2017) for a single-sample ELBO:
+            `q.log_prob(z)` of the distribution sampled from, at the draw, is taken with
+            its parameters held fixed (its derivative flows along the draw only), which
+            leaves out a term of mean zero. Unbiased where log q(z) enters the costs
+            linearly; elsewhere (a multi-sample bound) EstimatorError, which points to
+            dreg=True. Second derivatives keep the term.
 
     Example:
         >>> scg.sample("x", scg.Normal(mu, 1.0), estimator=scg.Pathwise())
@@ -31,15 +37,23 @@ class Pathwise(Estimator):
     draws_from_law = True
     differentiable = True
 
-    def __init__(self, antithetic=False, dreg=False):
-        for name, flag in (("antithetic", antithetic), ("dreg", dreg)):
+    def __init__(self, antithetic=False, dreg=False, stl=False):
+        for name, flag in (("antithetic", antithetic), ("dreg", dreg), ("stl", stl)):
             if not isinstance(flag, (bool, np.bool_)):
                 raise TypeError(f"Pathwise: {name} must be True or False, got {flag!r}")
         if antithetic and dreg:
             raise EstimatorError("Pathwise: dreg=True and antithetic=True do not combine "
                                  "(the particles of a bound are its plate, not pairs)")
+        if stl and dreg:
+            raise EstimatorError("Pathwise: dreg=True holds the proposal's parameters in "
+                                 "log q(z) already (and weighs the particles); drop stl=True")
         self.antithetic = bool(antithetic)
         self.dreg = bool(dreg)
+        self.stl = bool(stl)
+
+    @property
+    def leaves_zero_mean(self):
+        return self.stl
 
     def check(self, name, dist):
         if not dist.has_rsample:
@@ -105,12 +119,17 @@ class Pathwise(Estimator):
             return ("pathwise, doubly reparameterized (DReG): the proposal's log-density "
                     "held fixed, each particle's derivative weighted by its normalized weight "
                     "again")
+        if self.stl:
+            return ("pathwise, sticking the landing: log q at the draw with q's parameters "
+                    "held fixed (a term of mean zero left out)")
         return "pathwise" + (", antithetic pairs (draw i + n/2 mirrors draw i)"
                              if self.antithetic else "")
 
     def __repr__(self):
         if self.dreg:
             return "Pathwise(dreg=True)"
+        if self.stl:
+            return "Pathwise(stl=True)"
         return "Pathwise(antithetic=True)" if self.antithetic else "Pathwise()"
 
 

@@ -29,6 +29,7 @@ from ..core import effects, pytree
 from ..core.tape import strip
 from ..distributions.base import family_of
 from ..distributions.one_hot_categorical import OneHotCategorical
+from ..errors import EstimatorError
 from ..numpy import rules as R
 from .. import nn
 from .rebar import REBAR
@@ -105,7 +106,10 @@ class RELAX(REBAR):
             # stochastic one that defines it, so it is recognised by its dependencies)
             x = s.value if hasattr(s, "deps") else s
             x = x[:n]  # (every copy's rows hold the same relaxed values)
-            out.append(_on_batch(self._apply(params, _as_features(x, site), site), site))
+            features = _as_features(x, site)
+            r = self._apply(params, features, site)
+            _check_control_shape(self, site, np.shape(strip(features)), np.shape(strip(r)))
+            out.append(_on_batch(r, site))
         return out
 
     def _control_at_tilde(self, site, ctx):
@@ -178,6 +182,22 @@ def _as_features(x, site):
     x = R.transpose(x, tuple([0] + [1 + j for j in kept] + [1 + j for j in rest]))
     shape = np.shape(strip(x))
     return R.reshape(x, shape[:1 + len(kept)] + (-1,))
+
+
+def _check_control_shape(est, site, given, got):
+    """The control gives one number per draw and plate element: (n, *plate sizes, 1), its
+    input's shape with the features replaced by 1 (or without that last axis)."""
+    want = tuple(given[:-1]) + (1,)
+    if tuple(got) in (want, want[:-1]):
+        return
+    fn = getattr(est.control[0], "__name__", "the control") if est.control else "the control"
+    axes = "draws, plate elements, features" if len(given) > 2 else "draws, features"
+    raise EstimatorError(
+        f"site {site.name!r}: the control {fn}(params, s) of RELAX returned shape "
+        f"{tuple(got)}; it must return one number per draw and plate element, shape {want}, "
+        f"for relaxed values s of shape {tuple(given)} ({axes}). "
+        "Keep the leading axes: reduce over the last axis only (np.sum(s, axis=-1, "
+        "keepdims=True)); a reduction over the draws would mix them")
 
 
 def _on_batch(r, site):

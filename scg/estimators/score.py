@@ -17,7 +17,7 @@ from ..distributions.one_hot_categorical import OneHotCategorical
 from ..errors import BiasWarning, EstimatorError
 from .antithetic import check_antithetic
 from .base import Estimator
-from .baselines import Baseline, as_baseline
+from .baselines import Baseline, BaselineShapeError, as_baseline, check_shape
 from .terms import linear_term, magic_box, open_probs
 from ..numpy import rules as R
 
@@ -106,6 +106,9 @@ class Score(Estimator):
     name = "score"
     own_draws = True
     draws_from_law = True
+    # (log q(z) of the site's own distribution at its draw, entering a cost linearly: its
+    # derivative in q's parameters has mean zero and is left out of first derivatives)
+    leaves_zero_mean = True
 
     def __init__(self, baseline=None, antithetic=False):
         self.baseline = as_baseline(baseline)
@@ -154,8 +157,12 @@ class Score(Estimator):
         out = b.paired(q, ctx.first_order) if self.antithetic else None
         if out is None:
             # (one recorded operation under scg.jit: replays read the state as it is then)
-            out = effects.stateful(b.advantage if ctx.first_order else b.value, q,
-                              effects.State(state))
+            what = "advantage" if ctx.first_order else "value"
+            try:
+                out = effects.stateful(getattr(b, what), q, effects.State(state))
+                check_shape(b, q, out, what)
+            except BaselineShapeError as e:
+                raise EstimatorError(f"site {site.name!r}: {e}") from None
             ctx.check_baseline(site.name, b, q, state)
         ctx.update_baseline(site.name, b, q, state)
         return read_only(np.broadcast_to(out, q.shape))
@@ -235,7 +242,12 @@ class Score(Estimator):
         text = f"score, baseline: {b.describe() if b is not None else 'none'}"
         if self.antithetic:
             text += ", antithetic pairs (draw i + n/2 mirrors draw i)"
-            if type(b).paired is not Baseline.paired:
+            if b is None:
+                text += ("; each draw's score meets its own cost, so the two terms of a "
+                         "pair, whose noise differs by its sign, combine where the score is "
+                         "odd in the noise (a Normal's loc) into the central difference "
+                         "grad log p(x_i) * (f(x_i) - f(x_i')) / 2 of evolution strategies")
+            elif type(b).paired is not Baseline.paired:
                 text += "; the baseline leaves out the draw's pair"
         return text
 
@@ -249,6 +261,11 @@ class Score(Estimator):
         if parents:
             lines.append(f"log p({site.name}) passes pathwise gradients to "
                          f"{', '.join(parents)} through its parameters")
+        if site.zero_mean_costs:
+            lines.append(f"log p({site.name}) at its own draw enters "
+                         f"{', '.join(repr(c) for c in site.zero_mean_costs)} linearly: its "
+                         "derivative there (mean zero) is left out of first derivatives, as "
+                         "Pyro's TraceGraph_ELBO does; second derivatives keep it")
         down = " + ".join([c.name for c in trace.downstream_costs(site)] or ["no cost"])
         weight = self.baseline.formula(down) if self.baseline is not None else f"({down})"
         lines.append(f"grad log p({site.name}) * {weight}")

@@ -39,6 +39,15 @@ def memory_error(n, needed, available, what, copies=None):
     if copies:
         layout = (f" x {copies.count:,} evaluations each ({copies.describe()}) = "
                   f"{n * copies.count:,} rows")
+        if 2 * needed > n * available:  # (not even two draws fit: fewer draws do not help)
+            return MemoryError(
+                f"{what}: each draw takes {copies.count:,} evaluations of the model "
+                f"({copies.describe()}), which need about {needed / n / gb:,.1f} GiB per "
+                f"draw, and this machine has {available / gb:.1f} GiB available: no number "
+                "of draws fits. The copies multiply where enumerated sites meet in a common "
+                "cost: enumerate fewer of them jointly (give some scg.Score('loo') or "
+                "scg.DisARM()), or declare the independent dimensions with scg.plate (each "
+                "element is then enumerated alone)")
     return MemoryError(
         f"{what}: n = {n:,} draws{layout} need at least about {needed / gb:.1f} GiB at once "
         f"(float64 arrays of one row per evaluation for the draws, their parameters, "
@@ -57,9 +66,8 @@ def check_n(n):
         raise memory_error(n, needed, available, "scg.expectation")
 
 
-def check_fits(run, dist, name):
-    """Count the memory a new site `name` adds to `run` (rows x its value's and parameters'
-    sizes); refuse it when the run's sites together cannot fit."""
+def site_size(dist):
+    """The numbers a site keeps per row: its value's and its parameters' beyond them."""
     from ..distributions.base import family_of  # (the distributions sit below this layer)
     shape = tuple(dist.batch_shape) + tuple(dist.event_shape)
     size = math.prod(shape)
@@ -67,6 +75,31 @@ def check_fits(run, dist, name):
     for v in family_of(dist).params.values():
         if v is not None:  # (a parameter's entries beyond the value's, such as logits)
             size += max(0, math.prod(getattr(v, "shape", ())) - batch)
+    return size
+
+
+def check_layout(n, copies, sites):
+    """Refuse a layout of copies whose sites (those of a run with a few draws) cannot fit
+    with n draws, before a run allocates it."""
+    if not copies:
+        return
+    needed = 8 * n * copies.count * ARRAYS_PER_SITE * sum(site_size(s.dist)
+                                                          for s in sites.values())
+    if needed <= (1 << 30):
+        return
+    available = available_bytes()
+    if available is not None and needed > available:
+        names = [repr(k) for k in copies.names]
+        which = (f"site {names[0]}" if len(names) == 1 else
+                 f"sites {', '.join(names)}" if len(names) <= 4 else
+                 f"sites {', '.join(names[:3])} and {len(names) - 3} more")
+        raise memory_error(n, needed, available, f"the copies of the run for {which}", copies)
+
+
+def check_fits(run, dist, name):
+    """Count the memory a new site `name` adds to `run` (rows x its value's and parameters'
+    sizes); refuse it when the run's sites together cannot fit."""
+    size = site_size(dist)
     before = run.bytes_estimate
     run.bytes_estimate += 8 * run.rows * size * ARRAYS_PER_SITE
     if run.bytes_estimate > (1 << 30):  # (below a GiB: not worth a look at the system)

@@ -17,7 +17,7 @@ from ..core.tape import Tracer, strip
 from ..errors import TracingError
 from ..numpy import rules as R
 from ..numpy.dispatch import FUNCTIONS, array_function
-from .runtime import RUNTIME
+from .runtime import RUNTIME, innermost_run
 
 
 class Deps:
@@ -60,7 +60,8 @@ class PerSample(Tracer):
     reduction, a contraction or an index across the plate's axis, a black box): for that
     site's score, the value is not per element of that plate. See `scg.stochastic.plates`."""
 
-    __slots__ = ("value", "shape", "deps", "node", "axes", "mixed", "law", "version")
+    __slots__ = ("value", "shape", "deps", "node", "axes", "mixed", "law", "version",
+                 "held", "bent")
     __array_priority__ = 200.0
 
     def __init__(self, value, level, deps=NO_DEPS, node=None, axes=(), mixed=frozenset()):
@@ -76,6 +77,11 @@ class PerSample(Tracer):
         # DReG's Proposal, REBAR's relaxed copies)
         self.law = None
         self.version = 0  # (how many in-place operators changed it)
+        # the sites whose own log-probability at their draw, taken with its parameters held
+        # (scg/stochastic/zero_mean.py), the value holds: linearly, with coefficients that
+        # do not depend on the site's draw (`held`: its dropped derivative has mean zero),
+        # or otherwise (`bent`: the derivative is needed)
+        self.held = self.bent = _NONE
 
     @property
     def plates(self):
@@ -114,7 +120,8 @@ class PerSample(Tracer):
         """Another object for the same value: what scg keeps of a value it has used, so that
         an in-place operator on the model's object leaves it as it was."""
         other = PerSample.__new__(PerSample)
-        for k in ("value", "level", "shape", "deps", "node", "axes", "mixed", "law"):
+        for k in ("value", "level", "shape", "deps", "node", "axes", "mixed", "law", "held",
+                  "bent"):
             setattr(other, k, getattr(self, k))
         other.version = 0
         return other
@@ -131,7 +138,7 @@ class PerSample(Tracer):
                              f"doesn't match the broadcast shape {result.shape} (x {op}= y "
                              "writes into x, as numpy does; write x = x " + op + " y for a "
                              "new value)")
-        for k in ("value", "deps", "node", "axes", "mixed"):
+        for k in ("value", "deps", "node", "axes", "mixed", "held", "bent"):
             setattr(self, k, getattr(result, k))
         self.law = None  # (no longer a site's own draw)
         self.version += 1
@@ -199,10 +206,51 @@ class PerSample(Tracer):
             out = rule(prim, arrays, kwargs, batched)
         deps = Deps.merge([a.deps for a in inputs]).through(prim.kind)
         result = PerSample(out, level, deps)
+        for a in inputs:
+            if a.held or a.bent:  # (rare: an ELBO's log q(z), see zero_mean.py)
+                _follow_held(prim, args, inputs, result, level)
+                break
         on_op = RUNTIME.on_op
         if on_op is not None:
             on_op(prim, inputs, args, kwargs, result)
         return result
+
+
+_NONE = frozenset()
+# the primitives linear in each of their per-draw arguments, and those linear in some
+# arguments where the others do not depend on the site (multiplication, division's
+# numerator, the branches of np.where); stop_gradient drops the derivative altogether
+_LINEAR = frozenset({"add", "subtract", "negative", "sum", "mean", "reshape", "transpose",
+                     "swapaxes", "expand_dims", "squeeze", "broadcast_to", "concatenate",
+                     "stack", "getitem", "gather", "take_along_axis", "cast"})
+_LINEAR_WHERE_OTHERS_ARE_NOT = {"multiply": (0, 1), "matmul": (0, 1), "einsum": None,
+                                "divide": (0,), "where": (1, 2)}
+
+
+def _follow_held(prim, args, inputs, result, level):
+    """Which held log-probabilities the result of `prim` holds linearly (`held`) and which
+    otherwise (`bent`)."""
+    name = prim.name
+    if name == "stop_gradient":
+        return
+    bent = _NONE.union(*[a.bent for a in inputs])
+    held = _NONE
+    if name in _LINEAR:
+        held = _NONE.union(*[a.held for a in inputs])
+    elif name in _LINEAR_WHERE_OTHERS_ARE_NOT:
+        slots = _LINEAR_WHERE_OTHERS_ARE_NOT[name]
+        per_draw = [(i, a) for i, a in enumerate(args) if _is_ps(a, level)]
+        for i, a in per_draw:
+            others = [b for j, b in per_draw if j != i]
+            for s in a.held:
+                if (slots is None or i in slots) and not any(
+                        s in b.deps.up or s in b.held or s in b.bent for b in others):
+                    held = held | {s}
+                else:
+                    bent = bent | {s}
+    else:
+        bent = bent.union(*[a.held for a in inputs])
+    result.held, result.bent = held - bent, bent
 
 
 def _is_ps(a, level):
@@ -273,7 +321,6 @@ def _branch_on(value):
     """May Python branch on this one-draw value? Where no site with a derivative along its
     draw (pathwise) lies upstream: then the run notes that every later cost depends on the
     sites it came from (the branch decides which costs there are)."""
-    from .sites import innermost_run  # (the run of the model: above this module)
     run = innermost_run()
     if run is None or any(s not in run.sites or run.sites[s].estimator.differentiable
                           for s in value.deps.up):

@@ -7,6 +7,8 @@ gradient); each thread sees only its own.
 
 import threading
 
+from ..core import effects
+
 
 class _Runtime(threading.local):
     """`on_op`: None, or a callable `(prim, inputs, args, kwargs, result)` that every per-draw
@@ -18,3 +20,11 @@ class _Runtime(threading.local):
 
 
 RUNTIME = _Runtime()
+
+
+def innermost_run():
+    """The run of a model in progress in this thread (innermost), or None."""
+    for h in effects.handlers():
+        if getattr(h, "is_run", False):
+            return h
+    return None

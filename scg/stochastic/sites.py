@@ -7,6 +7,7 @@ records the site, with `draw_site`, `add_cost`, `open_plate` and `close_plate` h
 Outside a model they raise a clear error.
 """
 
+import collections.abc
 import contextlib
 import math
 import functools
@@ -28,18 +29,11 @@ from ..numpy import rules as R
 from .copies import copies_for
 from .masks import physical_mask
 from .memory import check_fits
+from .zero_mean import check_use, law_of
 from .persample import NO_DEPS, Deps, PerSample, lift
 from .plates import label_draw
-from .runtime import RUNTIME
+from .runtime import RUNTIME, innermost_run
 from .site_states import SiteStates, estimator_of
-
-
-def innermost_run():
-    """The run of a model in progress in this thread (innermost), or None."""
-    for h in effects.handlers():
-        if getattr(h, "is_run", False):
-            return h
-    return None
 
 
 def current_run(what):
@@ -98,6 +92,9 @@ class Site:
     # the distribution's per-draw parameters and their versions when the site was drawn
     param_versions: tuple = field(default=(), repr=False)
     mask: object = field(default=None, repr=False)  # (scg.mask: where the site counts)
+    # the costs that hold log q at the site's draw linearly: its derivative in q's
+    # parameters, of mean zero, left out there (zero_mean.py)
+    zero_mean_costs: list = field(default_factory=list, repr=False)
 
     def check_unchanged(self):
         """Raise ValueError if an in-place operator changed a parameter of the site's
@@ -226,6 +223,7 @@ def _observe(name, dist, obs, estimator):
     if not (isinstance(estimator, str) and estimator == "auto"):
         raise ValueError(f"observed site {name!r}: an observed value is not drawn, so it has "
                          f"no estimator; drop estimator={estimator!r} (or obs= to draw it)")
+    _check_observed_shape(name, dist, obs)
     lp = dist.log_prob(obs)
     bad = count_nonfinite(strip(lp))
     if bad:
@@ -235,6 +233,25 @@ def _observe(name, dist, obs, estimator):
             "outside the support, or a degenerate parameter (a scale of 0)")
     cost(name, R.negative(lp))
     return obs
+
+
+def _check_observed_shape(name, dist, obs):
+    """An observed value has the site's shape, batch_shape + event_shape, or one that
+    broadcasts with it (each observation then meets the distribution's parameters)."""
+    want = tuple(dist.batch_shape) + tuple(dist.event_shape)
+    got = tuple(R.shape(obs))
+    event = tuple(dist.event_shape)
+    try:
+        np.broadcast_shapes(got, want)
+        fits = not event or got[len(got) - len(event):] == event
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ValueError(
+            f"observed site {name!r}: the observed value has shape {got}, and {dist!r} gives "
+            f"values of shape {want} (batch_shape {tuple(dist.batch_shape)} + event_shape "
+            f"{event}): they do not broadcast, or the event dims differ. Pass an observation of shape {want}, or "
+            "give the distribution parameters of the observation's shape")
 
 
 class PlateHandler(effects.Handler):
@@ -302,6 +319,8 @@ def draw_site(run, msg):
     level = run.level
     params = [v for v in family_of(dist).params.values()
               if isinstance(v, PerSample) and v.level == level]
+    for p in params:
+        check_use(p, f"the parameters of site {name!r}", run)
     param_deps = Deps.merge([p.deps for p in params])
     d = SiteDraw(run, name, dist, level, param_deps, est.antithetic)
     d.given = msg.fields.get("given", dist)  # (the distribution as the model gave it)
@@ -320,7 +339,9 @@ def draw_site(run, msg):
     axes, mixed = label_draw(dist, level, run.plates, run.sites) if run.plated \
         else ((), frozenset())
     out = PerSample(value, level, deps, axes=axes, mixed=mixed)
-    out.law = d.aux.get("law")  # (DReG's proposal, REBAR's relaxation: PerSample.law)
+    # (DReG's proposal, REBAR's relaxation: PerSample.law; else, for the score function
+    # and Pathwise(stl=True), log q at the draw with q's parameters held: zero_mean.py)
+    out.law = d.aux.get("law") or law_of(est, name, d.given, run)
     law = draw is d.handed_out  # (the law's own draws, whatever the estimator declares)
     site = Site(name, dist, out, est, reason, run.plates, param_deps, d.aux,
                 own_draws=law or bool(est.own_draws),
@@ -599,6 +620,7 @@ def add_cost(run, msg):
     name, value = msg.name, msg.fields["value"]
     run.check_new_name(name)
     mask = msg.fields.get("mask")
+    refuse_lazy(f"cost {name!r}", value)
     if value is None or isinstance(value, (str, bytes, dict, list, tuple)):
         raise TypeError(f"cost {name!r} must be a number or an array of numbers (per draw "
                         f"or shared), got {type(value).__name__} {value!r:.60}")
@@ -608,8 +630,7 @@ def add_cost(run, msg):
     if kind not in "biuf":
         raise TypeError(f"cost {name!r} must be real numbers (per draw or shared), got "
                         f"{type(raw).__name__} {raw!r:.60}; " + _REAL_ADVICE.get(
-                            kind, "give a number or an array of numbers (a generator or "
-                            "iterator is not evaluated: sum it or make an array of it)"))
+                            kind, "give a number or an array of numbers"))
     if mask is not None:  # (scg.mask: the cost counts only where the condition holds)
         value = np.where(mask, value, 0.0)
         raw = strip(value)
@@ -628,6 +649,8 @@ def add_cost(run, msg):
         value = value.alias()  # (the model may change its value in place after this call)
     elif type(value) is np.ndarray:
         value = kept(value)  # the model may change its buffer after this call
+    for s in check_use(value, f"cost {name!r}", run):  # (an ELBO's log q(z): explain())
+        run.sites[s].zero_mean_costs.append(name)
     if run.control:  # (after a branch on draws: whether the cost is here depends on them)
         deps = Deps(deps.up | run.control, deps.smooth, deps.rough | run.control)
     # a subsampled plate's costs stand for all its elements: those given inside it, those
@@ -645,6 +668,19 @@ _REAL_ADVICE = {
     "M": "convert times to numbers, e.g. (t - t0) / np.timedelta64(1, 's')",
     "m": "convert durations to numbers, e.g. d / np.timedelta64(1, 's')",
 }
+
+
+def refuse_lazy(what, value):
+    """A generator, an iterator or a set is not a cost's value: name it (`what`) and say
+    how to make the value (numpy would raise about float())."""
+    if not isinstance(value, (collections.abc.Iterator, collections.abc.Set)):
+        return
+    kind = type(value).__name__
+    raise TypeError(
+        f"{what} is a {kind}, not a number or an array: scg cannot sum a lazy sequence of "
+        "values. Make the value itself, e.g. sum(f(x) for x in ...) or np.sum([f(x) for x in "
+        f"...]) instead of (f(x) for x in ...), or np.array(list(...)) for the values one by "
+        "one (each is then a cost entry)")
 
 
 def _relaxed_hint(run, value):

@@ -27,6 +27,7 @@ from ..estimators.baselines import warn_if_own_draw_counts
 from ..estimators.terms import magic_box
 from ..numpy import rules as R
 from ..distributions.base import family_of
+from .copies import merge_rows, split_rows
 from .persample import PerSample, lift
 from .site_states import baseline_of, estimator_of
 
@@ -40,10 +41,11 @@ def surrogate(trace, states):
     return ctx.objective(), ctx.updates
 
 
-def _placed(g, shape, nf, own, slots, context):
-    """Zeros of `shape` (*blocks, n, *rest) with g, laid out as q lays it out
-    (n, *contexts, *own copies, *rest), on its blocks: the contexts' blocks, the own copies'
-    slots, block 0 of every other factor."""
+def _placed(g, shape, nf, own, slots, context, positions):
+    """The rows (rows, *rest) of zeros of `shape` (*blocks, n, *rest) with g, laid out as q
+    lays it out (n, *contexts, *own copies, *rest), on its blocks: the contexts' blocks,
+    the own copies' slots, block 0 of every other factor (`positions`: the tuples of
+    blocks the run holds, see copies.py)."""
     kept = list(context) + ([own] if own is not None else [])
     # g's axes in the order of the blocks, a unit axis for each other factor
     x = np.moveaxis(g, 0, len(kept))  # (*contexts, *own, n, *rest)
@@ -60,7 +62,7 @@ def _placed(g, shape, nf, own, slots, context):
     if own is not None:
         index[own] = np.asarray(slots)
     full[tuple(index)] = x
-    return full
+    return merge_rows(full, shape[:nf], positions)
 
 
 def _finite(x):
@@ -146,7 +148,7 @@ class SurrogateContext:
             return total
         own, slots, context = self._branches(site)
         return effects.opaque(_grouped, total, tuple(copies.blocks), own, slots, context,
-                           tuple(down))
+                           tuple(down), copies.positions())
 
     def downstream(self, site):
         """The costs downstream of the site, traced, per row and element, on the site's
@@ -172,8 +174,8 @@ class SurrogateContext:
         own, slots, context = self._branches(site)
         shape = tuple(copies.blocks) + (copies.n,) + g.shape[1 + len(context) +
                                                               (own is not None):]
-        out = copies.merge(effects.opaque(_placed, g, shape, len(copies.blocks), own, slots,
-                                       context))
+        out = effects.opaque(_placed, g, shape, len(copies.blocks), own, slots, context,
+                             copies.positions())
         for f in context:
             ups = [e for e in copies.factors[f] if e in site.param_deps.up]
             for e in ups:
@@ -387,11 +389,12 @@ class SurrogateContext:
                 if np.shape(strip(w))[self.grid.axis(p)] > 1 and p not in plates]
 
 
-def _grouped(total, blocks, own, slots, context, summed):
+def _grouped(total, blocks, own, slots, context, summed, positions):
     """q's layout from the rows of `total` (rows, *rest): the summed factors summed, the
-    site's own copies taken from its factor, then (n, *contexts, *own copies, *rest)."""
+    site's own copies taken from its factor, then (n, *contexts, *own copies, *rest)
+    (zeros at the tuples of blocks the run does not hold: see copies.py)."""
     nf = len(blocks)
-    s = np.reshape(total, blocks + (-1,) + np.shape(total)[1:])
+    s = split_rows(total, blocks, positions)
     if summed:
         s = s.sum(axis=summed, keepdims=True)
     if own is not None:

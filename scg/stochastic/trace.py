@@ -16,10 +16,12 @@ from .runtime import RUNTIME
 from ..estimators import auto
 from ..estimators.base import INVALID
 from .copies import Copies, CopyLayout, Replan
+from .memory import check_layout
 from .sites import (EstimatorChoice, add_cost, carries_gradient, close_plate, cost, draw_site,
-                    family_of, innermost_run, open_plate)
+                    family_of, innermost_run, open_plate, refuse_lazy)
 
 RETURN_COST = "return"
+PROBE_DRAWS = 4  # the draws of the runs that lay out copies (even: antithetic pairs)
 
 
 class Trace(effects.Handler):
@@ -342,10 +344,17 @@ def run_model(model, args, kwargs, *, n, rng, decisions, reasons, record=False,
         generators = generators_reachable((model, args, kwargs))
     own = [g for g in generators if g is not rng]
     before = [random_state.save_position(g) for g in own]
+    probing = False  # (laying out copies: runs of a few draws, see below)
     for _ in range(1000):
+        # While the copies of the run are being laid out (a site asked for copies the layout
+        # did not have), the model runs with a few draws: the layout does not depend on n,
+        # and a layout that cannot be (above an enumeration's budget, or beyond memory) is
+        # refused before a run with every draw allocates it.
+        size = min(n, PROBE_DRAWS) if probing else n
+        settling = False
         with new_level() as level:
-            layout = CopyLayout(n, plan)
-            trace = Trace(n, rng, level, decisions, reasons, record, param_names,
+            layout = CopyLayout(size, plan)
+            trace = Trace(size, rng, level, decisions, reasons, record, param_names,
                           layout.copies, estimators, states)
             effects.push(layout)
             effects.push(trace)
@@ -365,17 +374,36 @@ def run_model(model, args, kwargs, *, n, rng, decisions, reasons, record=False,
                         f"{type(out).__name__}: a model returns its cost (a number or an "
                         "array per draw), or None. To return other values beside it, make "
                         "the expectation with has_aux=True and return (cost, aux)")
+                refuse_lazy(f"the return value of the model {getattr(model, '__name__', model)!r}"
+                            f" (its cost {RETURN_COST!r})", out)
                 if out is not None:
                     cost(RETURN_COST, out)
                 for site in trace.sites.values():
                     site.check_unchanged()
+                settling = True  # (the layout's own errors hold at any n: raised)
                 layout.settle(trace.sites, [c.deps.up for c in trace.cost_sites.values()])
             except Replan:
+                probing = n > PROBE_DRAWS
+                if settling:  # (every site reached, its copies in their factors: with n
+                    # draws, refused before a run allocates it)
+                    check_layout(n, Copies(n, plan), trace.sites)
+                _rewind(rng, state)
+                continue
+            except Exception:
+                if not probing or settling:
+                    raise
+                # (an error with a few draws: the run with every draw says what it is)
+                probing = False
                 _rewind(rng, state)
                 continue
             finally:
                 runtime.on_op = saved
                 _close(layout)
+            if probing:  # laid out: check that the layout fits with n draws, then run them
+                probing = False
+                check_layout(n, Copies(n, plan), trace.sites)
+                _rewind(rng, state)
+                continue
             if random_state.global_random_position() != numpy_state:
                 _warn_numpy_random(model)
             moved = [g for g, b in zip(own, before) if random_state.save_position(g) != b]

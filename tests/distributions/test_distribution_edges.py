@@ -218,7 +218,7 @@ def test_log_prob_of_the_same_traced_value_is_evaluated_once():
         q = scg.Bernoulli(logits=theta)
         z = scg.sample("z", q, estimator="score")
         lp = q.log_prob(z)
-        calls.append(lp is q.log_prob(z))         # the site's score term reuses it too
+        calls.append(lp is q.log_prob(z))
         return z * 2.0 - lp
 
     theta = np.array(0.3)

@@ -77,3 +77,60 @@ def test_one_number_is_tested_as_the_array_test_does(name):
     for v in [0.0, -0.0, 5e-324, 1e-300, 0.5, 1.0, 1.0 + 2 ** -52, 1 - 2 ** -53, 2.0, -1.0,
               1e308, np.inf, -np.inf, np.nan]:
         assert c.holds(np.float64(v)) == bool(np.all(c.check(np.array([v])))), (name, v)
+
+
+NOT_NUMBERS = [
+    (scg.Normal, dict(loc=None, scale=1.0), "loc", "is None"),
+    (scg.Normal, dict(loc="a", scale=1.0), "loc", "the string 'a'"),
+    (scg.Normal, dict(loc=[1.0, "b"], scale=1.0), "loc", "array of strings"),
+    (scg.Normal, dict(loc=0.0, scale=[1.0, None]), "scale", "holds None"),
+    (scg.Gamma, dict(concentration=None, rate=1.0), "concentration", "is None"),
+    (scg.Beta, dict(a=1.0, b={"b": 1.0}), "b", "dict"),
+    (scg.Bernoulli, dict(probs="x"), "probs", "the string 'x'"),
+    (scg.Categorical, dict(logits=np.array(["a", "b"])), "logits", "array of strings"),
+    (scg.Binomial, dict(total_count="3", probs=0.5), "total_count", "the string '3'"),
+    (scg.MultivariateNormal, dict(loc=np.zeros(2), scale_tril=None), "scale_tril", "is None"),
+    (scg.Uniform, dict(low=0.0, high=object()), "high", "object"),
+    (scg.Exponential, dict(rate=None), "rate", "is None"),
+]
+
+
+@pytest.mark.parametrize("cls,params,name,text", NOT_NUMBERS,
+                         ids=[f"{b[0].__name__}-{b[2]}-{b[3]}" for b in NOT_NUMBERS])
+def test_a_parameter_that_is_not_numbers_names_the_family_and_the_parameter(cls, params, name,
+                                                                             text):
+    with pytest.raises(TypeError) as info:
+        cls(**params)
+    msg = str(info.value)
+    assert msg.startswith(f"{cls.__name__}: parameter '{name}' ") and text in msg, msg
+    assert f"pass {name}= a number" in msg
+    # positionally too
+    if cls is scg.Normal:
+        with pytest.raises(TypeError, match=f"Normal: parameter '{name}'"):
+            cls(*params.values())
+
+
+def test_optional_parameters_left_out_and_lists_of_numbers_are_fine():
+    scg.Bernoulli(logits=0.3)
+    scg.Categorical(probs=[0.5, 0.5])
+    scg.Normal([0.0, np.float32(1.0)], np.array([1, 2]))
+    with pytest.raises(ValueError, match="exactly one"):
+        scg.Bernoulli()
+
+
+@pytest.mark.parametrize("value, what", [
+    (1j, "complex numbers"), (np.array([1.0 + 2j]), "complex numbers"),
+    (np.datetime64("2020-01-01"), "datetimes"), (np.array([3], dtype="timedelta64[s]"), "durations"),
+])
+def test_complex_and_time_parameters_are_a_type_error_naming_the_parameter(value, what):
+    with pytest.raises(TypeError, match=f"Normal: parameter 'loc' holds {what}"):
+        scg.Normal(value, 1.0)
+
+
+def test_a_traced_complex_parameter_is_a_type_error_naming_it():
+    def model(theta):
+        x = scg.sample("x", scg.Normal(theta * 1j, 1.0))
+        return x
+
+    with pytest.raises(TypeError, match="parameter 'loc' holds complex numbers"):
+        scg.grad(scg.expectation(model, n=4, seed=0))(0.5)

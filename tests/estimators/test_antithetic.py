@@ -101,3 +101,15 @@ def test_antithetic_is_a_bool():
     with pytest.raises(TypeError, match="antithetic must be True or False"):
         scg.Score(antithetic="no")
 
+
+
+def test_explain_antithetic_score_without_baseline():
+    """The evolution-strategies setup: mirrored pairs, no baseline."""
+    def model(theta):
+        x = scg.sample("x", scg.Normal(theta, 1.0), estimator=scg.Score(antithetic=True))
+        return np.sum((x - 1.0) ** 2)
+
+    text = scg.trace(model, np.zeros(2), n=4).explain()
+    assert "antithetic pairs" in text and "baseline: none" in text
+    assert "central difference" in text
+    assert "grad log p(x) * (return)" in text

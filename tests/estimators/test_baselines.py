@@ -1,6 +1,8 @@
 """Baselines: leave-one-out and moving averages are unbiased; the batch mean is biased by
 exactly (n - 1) / n."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -183,3 +185,62 @@ def test_the_stderr_of_leave_one_out_is_calibrated_for_large_n():
     spread, stated = np.std(means, ddof=1), np.mean(errors)
     # (300 replicates: the spread's own relative error is about 1 / sqrt(600) = 4 %)
     assert abs(spread / stated - 1) < 0.15
+@pytest.mark.parametrize("spec,error,text", [
+    (np.nan, ValueError, r"baseline=nan: a constant baseline is a finite number"),
+    (float("-inf"), ValueError, r"baseline=-inf: a constant baseline is a finite number"),
+    ("median", ValueError, r"unknown baseline 'median'; a baseline is None, a finite number"),
+    (object(), TypeError, r"\(object\) is not a baseline; a baseline is None"),
+    ([1.0, 2.0], TypeError, r"\(list\) is not a baseline"),
+    (True, TypeError, r"baseline=True is not a baseline"),
+    (scg.baselines.LeaveOneOut, TypeError, r"is the class; pass an object of it: "
+                                           r"baseline=LeaveOneOut\(\)"),
+])
+def test_a_bad_baseline_spec_is_refused_when_the_estimator_is_made(spec, error, text):
+    with pytest.raises(error, match=text):
+        scg.Score(spec)
+
+
+def test_a_constant_baseline_object_is_finite():
+    with pytest.raises(ValueError, match=r"Constant: the baseline is nan"):
+        scg.baselines.Constant(np.nan)
+    assert scg.Score(np.float32(2.0)).baseline.b == 2.0
+
+
+class _Shaped(scg.baselines.Baseline):
+    checked = True
+
+    def __init__(self, shape):
+        self.shape = shape
+
+    def value(self, q, state):
+        return np.zeros(self.shape)
+
+
+class _ShapedAdvantage(_Shaped):
+    checked = True
+
+    def advantage(self, q, state):
+        return np.zeros(self.shape)
+
+
+def _plated(baseline):
+    def model(theta):
+        with scg.plate("p", 3):
+            x = scg.sample("x", scg.Bernoulli(logits=theta), estimator=scg.Score(baseline))
+        return x
+    return model
+
+
+@pytest.mark.parametrize("cls", [_Shaped, _ShapedAdvantage])
+def test_a_baseline_of_the_wrong_shape_names_the_baseline_the_site_and_the_shapes(cls):
+    what = "value" if cls is _Shaped else "advantage"
+    for bad in [(5,), (8,), (2, 3), (8, 3, 1)]:
+        E = scg.expectation(_plated(cls(bad)), n=8, seed=0)
+        with pytest.raises(scg.EstimatorError, match=(
+                rf"site 'x': the baseline {cls.__name__}\(shape=.*\) gave an? {what} of shape "
+                rf"{re.escape(str(bad))} for the costs q of shape \(8, 3\).*"
+                rf"{cls.__name__}.{what}\(q, state\)")):
+            scg.grad(E)(np.zeros(3))
+    for good in [(), (3,), (1, 3), (8, 3), (8, 1)]:
+        E = scg.expectation(_plated(cls(good)), n=8, seed=0)
+        assert np.all(np.isfinite(scg.grad(E)(np.zeros(3))))

@@ -198,3 +198,36 @@ def test_a_cost_shared_by_all_draws_counts_once():
     assert E(0.5) == pytest.approx(sig(0.5) + 0.25, rel=1e-12)
     assert scg.grad(E)(0.5) == pytest.approx(sig(0.5) * (1 - sig(0.5)) + 1.0, rel=1e-10)
     assert np.allclose(scg.trace(model, 0.5, n=3).costs["prior"], 0.25)
+
+
+def _forty_coins(budget):
+    def model(theta):
+        s = 0.0
+        for i in range(40):
+            s = s + scg.sample(f"b{i}", scg.Bernoulli(logits=theta[i]),
+                               estimator=scg.Enumerate(max_combinations=budget))
+        return (s - 20.0) ** 2
+    return model
+
+
+@pytest.mark.parametrize("budget,error,text", [
+    (100_000, scg.EstimatorError, r"site 'b0': the enumerated sites together take "
+                                  r"1,099,511,627,776 copies of the run .*b39: 2.*above "
+                                  r"max_combinations=100,000"),
+    (10 ** 16, MemoryError, r"the copies of the run for sites .b0., .b1., .b2. and 37 more: each draw takes 1,099,511,627,776 "
+                            r"evaluations of the model \(2 \(b0: 2\) x .* no number of draws "
+                            r"fits.*enumerate fewer of them jointly"),
+])
+def test_a_layout_too_large_is_refused_before_a_run_with_every_draw(budget, error, text):
+    """Forty coins meeting in one cost: 2^40 copies, found with runs of a few draws, before
+    a run at n = 10^6 allocates anything of that size."""
+    import tracemalloc
+    E = scg.expectation(_forty_coins(budget), n=10 ** 6, seed=0)
+    tracemalloc.start()
+    try:
+        with pytest.raises(error, match=text):
+            scg.grad(E)(np.zeros(40))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 50 * 2 ** 20  # (a run with every draw would take 8 MB per array)

@@ -131,3 +131,23 @@ def test_under_jit_equal_to_eager():
             np.testing.assert_allclose(step(THETA), scg.grad(E)(THETA), rtol=1e-12,
                                        atol=1e-14)
     assert step.stats["replays"] >= 2, step.explain()
+
+
+def test_a_group_of_equal_costs_has_advantage_zero_also_at_eps_zero():
+    q = np.full((6, 2), 0.1)
+    q[:, 1] = [0.3, 0.1, 0.7, 0.2, 0.2, 0.9]  # (element 1 varies, element 0 does not)
+    for eps in (0.0, 1e-4):
+        a = scg.baselines.GRPO(eps=eps).advantage(q, {"warned": True})
+        assert np.all(a[:, 0] == 0.0)  # (exactly: 0.1 is not a sum's rounding away)
+        c = q[:, 1] - q[:, 1].mean()
+        np.testing.assert_allclose(a[:, 1], c / (np.std(q[:, 1], ddof=1) + eps), rtol=1e-12)
+
+    def model(theta):
+        x = scg.sample("x", scg.Bernoulli(logits=theta),
+                       estimator=scg.Score(scg.baselines.GRPO(eps=0)))
+        return 0.0 * x + 1.0
+
+    E = scg.expectation(model, n=8, seed=0)
+    with pytest.warns(scg.BiasWarning):
+        g = scg.grad(E)(np.zeros(3))
+    assert np.all(g == 0.0)

@@ -213,3 +213,23 @@ def test_a_site_whose_width_changes_between_calls_says_so():
     E.states["b"].estimator.clear()  # (the way out it names)
     scg.grad(E)(np.zeros(5))
     assert E.states["b"].estimator["params"]["control.0"].shape == (5, 16)
+
+
+def test_a_control_of_the_wrong_shape_names_the_site_and_the_shape():
+    def summed(params, s):  # (sums over the draws too: one number)
+        return params["a"] * np.sum(s)
+
+    def per_draw(params, s):  # (one number per draw, without the last axis: accepted)
+        return params["a"] * np.sum(s, axis=-1)
+
+    def model(theta, control):
+        z = scg.sample("z", scg.Bernoulli(logits=theta),
+                       estimator=scg.RELAX(control=(control, {"a": np.array(0.5)})))
+        return np.sum((z - 0.3) ** 2)
+
+    E = scg.expectation(model, n=8, seed=0)
+    with pytest.raises(scg.EstimatorError, match=r"site 'z': the control summed\(params, s\) "
+                       r"of RELAX returned shape \(\).*shape \(8, 1\).*\(8, 3\)"):
+        scg.grad(E)(np.zeros(3), summed)
+    g = scg.grad(scg.expectation(model, n=8, seed=0))(np.zeros(3), per_draw)
+    assert np.all(np.isfinite(g))

@@ -160,7 +160,7 @@ def test_an_enumerated_site_and_a_disarm_site_that_meet_multiply():
     z = (gs.mean - numeric_grad(exact, theta)) / np.maximum(gs.stderr, 1e-7)  # (c: exact)
     assert np.all(np.abs(z) < 5), z
     # a and b meet in the return cost: 2 x 2; c meets neither, so it adds one branch
-    assert E.last_trace.copies.count == 2 * 3
+    assert E.last_trace.copies.count == 2 * 2 + 1
 
 
 def test_copying_sites_in_a_plate_and_a_chain_are_per_element_and_unbiased():
@@ -190,3 +190,105 @@ def test_copying_sites_in_a_plate_and_a_chain_are_per_element_and_unbiased():
     z = (gs.mean - numeric_grad(exact, theta)) / gs.stderr
     assert np.all(np.abs(z) < 5), z
     assert E.last_trace.copies.count == 3
+
+
+def _ten_coins_and_a_pair(theta):
+    for i in range(10):
+        b = scg.sample(f"b{i}", scg.Bernoulli(logits=theta[i]), estimator=scg.Enumerate())
+        scg.cost(f"c{i}", (b - 0.3 * i) ** 2)
+    p = scg.sample("p", scg.Bernoulli(logits=theta[10]), estimator=scg.Enumerate())
+    q = scg.sample("q", scg.Bernoulli(logits=theta[11]), estimator=scg.Enumerate())
+    return (p + q - 1.5) ** 2
+
+
+def _ten_coins_and_a_pair_exact(theta):
+    s, v = sig(theta), 0.3 * np.arange(10)
+    out = np.sum(s[:10] * (1.0 - v) ** 2 + (1.0 - s[:10]) * v ** 2)
+    for p, q in itertools.product((0.0, 1.0), repeat=2):
+        out += (s[10] if p else 1 - s[10]) * (s[11] if q else 1 - s[11]) * (p + q - 1.5) ** 2
+    return out
+
+
+def test_independent_enumerated_sites_and_a_pair_give_the_exact_gradient():
+    E = scg.expectation(_ten_coins_and_a_pair, n=4, seed=0)
+    g = scg.grad(E)(np.zeros(12))
+    exact = np.concatenate([0.25 * (1.0 - 0.6 * np.arange(10)), [-0.25, -0.25]])
+    np.testing.assert_allclose(g, exact, rtol=1e-12, atol=1e-15)
+    theta = np.linspace(-1.0, 1.2, 12)
+    np.testing.assert_allclose(scg.grad(E)(theta), numeric_grad(
+        _ten_coins_and_a_pair_exact, theta), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(scg.hessian(E)(theta), numeric_hessian(
+        _ten_coins_and_a_pair_exact, theta), rtol=1e-4, atol=1e-5)
+    assert E(theta) == pytest.approx(_ten_coins_and_a_pair_exact(theta), rel=1e-12)
+    jitted = scg.jit(lambda t: scg.value_and_grad(E)(t))
+    for _ in range(3):
+        value, g = jitted(theta)
+        assert value == pytest.approx(_ten_coins_and_a_pair_exact(theta), rel=1e-12)
+        np.testing.assert_allclose(g, scg.grad(E)(theta), rtol=1e-12)
+
+
+def test_copies_that_meet_and_copies_that_add_in_a_plate_are_unbiased():
+    """A DisARM coin meeting an enumerated one in a cost (2 x 2), beside an enumerated
+    coin of its own cost (+ 1), per element of a plate."""
+    B = 3
+    w = np.array([0.5, -1.0, 2.0])
+
+    def model(theta):
+        with scg.plate("p", B):
+            a = scg.sample("a", scg.Bernoulli(logits=theta[0] * np.ones(B)),
+                           estimator=scg.Enumerate())
+            b = scg.sample("b", scg.Bernoulli(logits=theta[1] + w * a), estimator=scg.DisARM())
+            c = scg.sample("c", scg.Bernoulli(logits=theta[2] * np.ones(B)),
+                           estimator=scg.Enumerate())
+            scg.cost("own", (c - w) ** 2)
+            return (a + 2 * b - w) ** 2
+
+    def exact(theta):
+        pa, pc = sig(theta[0]), sig(theta[2])
+        out = np.sum(pc * (1 - w) ** 2 + (1 - pc) * w ** 2)
+        for a in (0.0, 1.0):
+            pb = sig(theta[1] + w * a)
+            inner = pb * (a + 2 - w) ** 2 + (1 - pb) * (a - w) ** 2
+            out += np.sum((pa if a else 1 - pa) * inner)
+        return out
+
+    theta = np.array([0.3, -0.4, 0.6])
+    E = scg.expectation(model, n=100_000, seed=3)
+    gs = scg.grad_samples(E)(theta)
+    z = (gs.mean - numeric_grad(exact, theta)) / np.maximum(gs.stderr, 1e-7)
+    assert np.all(np.abs(z) < 5), z
+    assert E.last_trace.copies.count == 2 * 2 + 1
+    assert E(theta) == pytest.approx(exact(theta), rel=0.02)
+
+
+def test_independent_enumerated_sites_add_and_only_a_pair_meeting_in_a_cost_multiplies():
+    """API section 7: 1 + 10 * (2 - 1) + (2 * 2 - 1) = 14 evaluations per draw."""
+    E = scg.expectation(_ten_coins_and_a_pair, n=4, seed=0)
+    scg.grad(E)(np.zeros(12))
+    assert E.last_trace.copies.count == 14
+    assert E.last_trace.sites["b0"].value.shape == (14 * 4,)
+    assert ("holds 14 evaluations of each draw: 14 = 1 + 10 (the extra copies of b0: 2, "
+            "b1: 2, b2: 2, b3: 2, b4: 2, b5: 2, b6: 2, b7: 2, b8: 2, b9: 2) + 3 (the "
+            "combinations of p: 2 x q: 2, which meet in a cost, less the main run)"
+            ) in E.last_trace.explain()
+    cmp = scg.compare(_ten_coins_and_a_pair, np.zeros(12),
+                      estimators={"enumerate": scg.Enumerate()}, n=4, seed=0)
+    assert cmp["enumerate"].evals_per_draw == 14
+    # ten such pairs: 1 + 10 x 3 evaluations, not 11 x 11
+    def pairs(theta):
+        for i in range(10):
+            p = scg.sample(f"p{i}", scg.Bernoulli(logits=theta[i]), estimator=scg.Enumerate())
+            q = scg.sample(f"q{i}", scg.Bernoulli(logits=-theta[i]), estimator=scg.Enumerate())
+            scg.cost(f"c{i}", (p + 2 * q - 1.2) ** 2)
+    E = scg.expectation(pairs, n=2, seed=0)
+    theta = np.linspace(-1.0, 1.0, 10)
+    g = scg.grad(E)(theta)
+    assert E.last_trace.copies.count == 31
+
+    def exact(th):
+        out = 0.0
+        for p, q in itertools.product((0.0, 1.0), repeat=2):
+            w = (sig(th) if p else 1 - sig(th)) * (sig(-th) if q else 1 - sig(-th))
+            out += np.sum(w * (p + 2 * q - 1.2) ** 2)
+        return out
+    np.testing.assert_allclose(g, numeric_grad(exact, theta), rtol=1e-6, atol=1e-8)

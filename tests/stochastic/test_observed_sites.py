@@ -50,3 +50,19 @@ def test_clear_errors():
         scg.sample("y", scg.Normal(x, 1.0), obs=1.0)
     with pytest.raises(ValueError, match="used twice"):
         scg.expectation(twice, n=2, seed=0)(0.0)
+
+
+def test_an_observed_value_of_the_wrong_shape_names_the_site_and_the_shapes():
+    def model(theta, y):
+        x = scg.sample("x", scg.Normal(theta, 1.0), obs=y)
+        return np.sum(x)
+
+    E = scg.expectation(model, n=8, seed=0)
+    with pytest.raises(ValueError, match=r"observed site 'x': the observed value has shape "
+                       r"\(4,\).*values of shape \(3,\)"):
+        scg.grad(E)(np.zeros(3), np.zeros(4))
+    mvn = scg.MultivariateNormal(np.zeros(3), np.eye(3))
+    with pytest.raises(ValueError, match=r"observed site 'v'.*shape \(1,\).*event dims"):
+        scg.trace(lambda t: scg.sample("v", mvn, obs=np.zeros(1)) @ t, np.ones(3), n=2)
+    # a value that broadcasts (several observations of one distribution) is fine
+    assert np.isfinite(scg.grad(E)(np.zeros(3), np.zeros((2, 3)))).all()

@@ -2,6 +2,8 @@
 
 The hand-written surrogate uses the same draws: per data point b and draw i, the negative
 ELBO f[i, b], and the score term log q(z[i, b]) * (f[i, b] - mean of f[j, b] over j != i).
+The log q(z) inside f has its parameters' derivative left out (mean zero), as Pyro's
+TraceGraph_ELBO leaves it out and scg does.
 """
 
 import numpy as np
@@ -29,7 +31,8 @@ def by_hand(params, data, z):
     logits_q = data @ params["enc_W"] + params["enc_b"]                 # (B, L)
     log_q = np.sum(logpdf(z, logits_q), axis=-1)                          # (draws, B)
     logits = z @ params["dec_W"] + params["dec_b"]                        # (draws, B, P)
-    f = -(np.sum(logpdf(data, logits), axis=-1) + LATENTS * np.log(0.5) - log_q)
+    f = -(np.sum(logpdf(data, logits), axis=-1) + LATENTS * np.log(0.5)
+          - scg.stop_gradient(log_q))
     f_plain = scg.stop_gradient(f)
     baseline = (np.sum(f_plain, axis=0) - f_plain) / (DRAWS - 1)
     score = log_q * (f_plain - baseline)
