@@ -117,8 +117,12 @@ class Expectation:
                 return surrogate(t, self.states)
         else:
             build = _plain_mean
+        # a model whose every site is an exact sum has no variance: after a first call
+        # found that, one evaluation stands for all n (the estimate is the same)
+        n = 1 if _NO_VARIANCE in self._decisions and wrap_args is None and \
+            not self.has_aux else self.n
         trace, (objective, updates) = run_model(
-            self.model, args, kwargs, n=self.n, rng=self.rng, decisions=self._decisions,
+            self.model, args, kwargs, n=n, rng=self.rng, decisions=self._decisions,
             reasons=self._reasons, wrap_args=wrap_args, build=build, plan=self._plan,
             estimators=self.estimators, has_aux=self.has_aux, states=self.states,
             generators=self._generators() + generators_reachable((args, kwargs)))
@@ -137,6 +141,10 @@ class Expectation:
                 effects.after(baseline.update, q, effects.State(state))  # (and after each replay)
         if traced:  # (estimators that tune themselves take a step after the call)
             schedule_tuning(self, trace, args, kwargs)
+        if _without_variance(trace):
+            self._decisions[_NO_VARIANCE] = True
+        else:
+            self._decisions.pop(_NO_VARIANCE, None)
         self.last_trace = trace
         if self.has_aux:
             self.last_aux = pytree.tree_map(lambda leaf: _plain_aux(leaf, self.n), trace.aux)
@@ -204,6 +212,16 @@ class Expectation:
 
     def __repr__(self):
         return f"Expectation({self.__name__}, n={self.n})"
+
+
+_NO_VARIANCE = ("every site an exact sum",)  # (among the decisions: see _objective)
+
+
+def _without_variance(trace):
+    """Is the run's estimate the same for every draw: every site an exact sum over its
+    values (scg.Enumerate), no minibatch drawn (a subsampled plate)?"""
+    return all(s.estimator.copies_multiply for s in trace.sites.values()) and \
+        not trace.subsampled
 
 
 def _plain_mean(trace):

@@ -757,6 +757,7 @@ def open_plate(run, msg):
             raise ValueError(f"plate {name!r}: subsample_size must be an int from 1 to the "
                              f"plate's size {size}, got {m!r}")
         indices = run.rng.choice(int(size), int(m), replace=False)
+        run.subsampled = True
         frame = Plate(name, int(m), int(dim), scale=size / m, indices=indices)
     run.enter_plates(run.plates + (frame,))
     return frame

@@ -63,6 +63,7 @@ class Trace(effects.Handler):
         self.proposals = []  # the DReG sites' proposals, filled by the bounds (dreg.py)
         self.plates = ()  # the plates open now, outermost first
         self.plated = False  # has a plate been open in this run
+        self.subsampled = False  # has a plate drawn a minibatch (its indices are random)
         # the sites Python's control flow branched on (one draw): every later cost depends
         # on them
         self.control = frozenset()

@@ -231,3 +231,46 @@ def test_a_layout_too_large_is_refused_before_a_run_with_every_draw(budget, erro
     finally:
         tracemalloc.stop()
     assert peak < 50 * 2 ** 20  # (a run with every draw would take 8 MB per array)
+
+
+def test_a_model_without_a_sampled_site_is_evaluated_once_whatever_n():
+    w = np.array([1.0, -0.7, 0.4])
+
+    def model(th):
+        b = scg.sample("b", scg.Bernoulli(logits=th), estimator=scg.Enumerate())
+        return (b @ w - 0.5) ** 2
+
+    states = np.array(list(itertools.product([0.0, 1.0], repeat=3)))
+
+    def exact(th):
+        p = sig(th)
+        return np.prod(np.where(states == 1, p, 1 - p), axis=1) @ (states @ w - 0.5) ** 2
+
+    th = np.array([-0.4, 0.3, 1.1])
+    E = scg.expectation(model, n=64, seed=0)
+    first = scg.grad(E)(th)
+    assert E.last_trace.n == 64                 # (the first call finds that nothing is drawn)
+    later = scg.grad(E)(th)
+    assert E.last_trace.n == 1 and E(th) == pytest.approx(exact(th), rel=1e-12)
+    np.testing.assert_allclose(later, numeric_grad(exact, th), rtol=1e-7)
+    np.testing.assert_allclose(later, first, rtol=1e-13)
+    gs = scg.grad_samples(E)(th)                # per-draw estimates: still n of them
+    assert gs.n == 64 and np.allclose(gs.var, 0.0, atol=1e-25)
+
+
+def test_a_model_with_a_sampled_site_or_a_minibatch_keeps_its_n():
+    def with_a_draw(th):
+        b = scg.sample("b", scg.Bernoulli(logits=th), estimator=scg.Enumerate())
+        x = scg.sample("x", scg.Normal(th, 1.0))
+        return b * x
+
+    def with_a_minibatch(th):
+        with scg.plate("data", 10, subsample_size=2):
+            b = scg.sample("b", scg.Bernoulli(logits=th * np.ones(2)), estimator=scg.Enumerate())
+            scg.cost("c", b)
+
+    for model in (with_a_draw, with_a_minibatch):
+        E = scg.expectation(model, n=16, seed=0)
+        for _ in range(3):
+            scg.grad(E)(0.3)
+        assert E.last_trace.n == 16
