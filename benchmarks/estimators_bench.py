@@ -76,7 +76,9 @@ TEMPERATURE = 1.0
 # scg's n for DisARM: the contract says n counts pairs. If scg's n turns out to count
 # evaluations of f, this is the one place to change (to 2 * N_PAIRS).
 SCG_DISARM_N = N_PAIRS
-SCG_ENUMERATE_N = 1   # every site enumerated: nothing is drawn, one "draw" is the exact sum
+# every site enumerated: nothing is drawn, and after its first call scg evaluates such a
+# model once whatever n; n as for the estimators that draw
+SCG_ENUMERATE_N = N_DRAWS
 
 STATES = ((np.arange(2 ** D)[:, None] >> np.arange(D)) & 1).astype(float)   # (1024, 10)
 
