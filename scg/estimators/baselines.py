@@ -33,6 +33,7 @@ class Baseline:
     stateful = False
     checked = False
     couples_draws = False  # (computed from the other draws: their estimates are coupled)
+    first_order_only = None  # (or why it serves no second derivative)
 
     def value(self, q, state):
         raise NotImplementedError
@@ -255,6 +256,8 @@ class GRPO(Baseline):
             # with any eps > 0 (TRL's 1e-4, verl's 1e-6), not 0 / 0
             return centered / np.where(std == 0.0, 1.0, std)
         return centered / (std + self.eps)
+
+    first_order_only = "it gives an advantage, not a value to subtract, and it is biased"
 
     def value(self, q, state):
         raise EstimatorError("the GRPO baseline gives an advantage, not a value to subtract, "

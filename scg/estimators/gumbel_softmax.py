@@ -12,6 +12,7 @@ from ..distributions.bernoulli import Bernoulli
 from ..errors import EstimatorError
 from ..numpy import rules as R
 from .base import Estimator
+from .terms import RELAXED
 
 _TINY = np.finfo(float).tiny
 _BELOW_ONE = 1.0 - np.finfo(float).epsneg  # the largest float below 1
@@ -82,6 +83,7 @@ class GumbelSoftmax(Estimator):
                           self.temperature)
         y = R.sigmoid(scores) if bernoulli else R.softmax(scores, axis=-1)
         if not self.hard:
+            d.aux["law"] = RELAXED  # (log q at the relaxed draw: its continuous form)
             return y
         # straight-through: add the plain constant (hard - y), with no dependencies, so
         # that no jump enters the draw's path
@@ -117,11 +119,20 @@ def _logits(family, bernoulli):
     params = family.params
     if params.get("logits") is not None:
         return params["logits"]
+    # (probs of 0 or 1 give infinite logits: their logs taken where they are positive,
+    # -inf elsewhere, without np.errstate, which scg.jit cannot replay)
     p = params["probs"]
-    with np.errstate(divide="ignore"):
-        if bernoulli:
-            return R.subtract(R.log(p), R.log1p(R.negative(p)))
-        return R.log(p)
+    if bernoulli:
+        below_one = np.less(p, 1.0)
+        log_not = np.where(below_one, R.log1p(R.negative(np.where(below_one, p, 0.0))),
+                           -np.inf)
+        return R.subtract(_log_positive(p), log_not)
+    return _log_positive(p)
+
+
+def _log_positive(p):
+    positive = np.greater(p, 0.0)
+    return np.where(positive, R.log(np.where(positive, p, 1.0)), -np.inf)
 
 
 def _hard_minus_soft(soft, bernoulli):

@@ -27,25 +27,11 @@ from ..errors import EstimatorError
 from ..numpy import rules as R
 from .base import Estimator
 from .learned import Learned
-from .terms import linear_term, require_open_probs, traced_logits
+from .terms import RELAXED, linear_term, require_open_probs, traced_logits
 
 _TINY = np.finfo(float).tiny
 
 
-class _Relaxed:
-    """The law of a REBAR site's draw (PerSample.law): copies 1 and 2 of its rows hold
-    relaxed values, between 0 and 1, so a model's log_prob of a Bernoulli or
-    OneHotCategorical at the draw (log q(z) in an ELBO, a prior's log p(z)) takes the
-    family's continuous form there, `relaxed_log_prob`, equal to log_prob on copy 0.
-    Other families take their plain log_prob."""
-
-    def log_prob(self, dist, value, log_prob):
-        if getattr(family_of(dist), "relaxed_log_prob", None) is None:
-            return None
-        return dist.relaxed_log_prob(value)
-
-
-RELAXED = _Relaxed()
 
 
 class REBAR(Learned, Estimator):

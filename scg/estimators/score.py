@@ -153,6 +153,10 @@ class Score(Estimator):
         b = self.baseline
         if b is None:
             return q if ctx.first_order else None
+        if not ctx.first_order and b.first_order_only:
+            raise EstimatorError(f"site {site.name!r}: the baseline {b!r} serves first "
+                                 f"derivatives only ({b.first_order_only}); use "
+                                 "scg.Score('loo') for second derivatives")
         state = ctx.baseline_state(site.name)
         out = b.paired(q, ctx.first_order) if self.antithetic else None
         if out is None:

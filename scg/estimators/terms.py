@@ -64,3 +64,19 @@ def require_open_probs(name, dist, who):
 def open_probs(p):
     """Are all of p strictly between 0 and 1?"""
     return bool(np.all((p > 0.0) & (p < 1.0)))
+
+
+class _Relaxed:
+    """The law of a draw that holds relaxed values, between 0 and 1 (PerSample.law): REBAR's
+    copies 1 and 2, a Gumbel-softmax draw. A model's log_prob of a Bernoulli or
+    OneHotCategorical at the draw (log q(z) in an ELBO, a prior's log p(z)) takes the
+    family's continuous form there, `relaxed_log_prob`, equal to log_prob at 0 and 1.
+    Other families take their plain log_prob."""
+
+    def log_prob(self, dist, value, log_prob):
+        if getattr(family_of(dist), "relaxed_log_prob", None) is None:
+            return None
+        return dist.relaxed_log_prob(value)
+
+
+RELAXED = _Relaxed()

@@ -78,7 +78,7 @@ class UnorderedSet(Estimator):
 
         probs = family.params.get("probs")
         if probs is not None and not effects.check(
-                functools.partial(_enough_support, k=self.k),
+                _enough_support_of(self.k),
                 effects.asarray(probs, dtype=float), f"site {name!r}: k values of p > 0"):
             raise EstimatorError(
                 f"site {name!r}: scg.UnorderedSet(k={self.k}) draws {self.k} distinct "
@@ -165,6 +165,13 @@ class UnorderedSet(Estimator):
 
     def __repr__(self):
         return f"UnorderedSet(k={self.k})"
+
+
+@functools.lru_cache(maxsize=None)
+def _enough_support_of(k):
+    """The check for k, one object per k (scg.jit compares the checks of two recordings by
+    identity)."""
+    return functools.partial(_enough_support, k=k)
 
 
 def _enough_support(p, k):

@@ -27,18 +27,30 @@ class Bound:
     log_weights: PerSample
     result: object
 
+    def _unit_axes(self):
+        """The log-weights' axes of size 1 along no plate (Pyro's layout of a site in an
+        outer plate only, log-weights of shape (K, 1)): left out of the plain arrays."""
+        shape = self.log_weights.shape
+        return tuple(k for k, label in enumerate(self.log_weights.axes)
+                     if not label and shape[k] == 1)
+
     def plain_log_weights(self):
         """The log-weights as a plain array (rows, *other axes, K): the plate's axis last."""
-        axis = next(k for k, label in enumerate(self.log_weights.axes) if self.plate in label)
+        labels = [label for k, label in enumerate(self.log_weights.axes)
+                  if k not in self._unit_axes()]
+        axis = next(k for k, label in enumerate(labels) if self.plate in label)
         return effects.opaque(_plate_axis_last, effects.asarray(self.log_weights.value,
-                                                                dtype=float), axis + 1)
+                                                                dtype=float), axis + 1,
+                              tuple(1 + k for k in self._unit_axes()))
 
     def other_plates(self):
         """The plates of the log-weights' other axes, in their order (each axis must lie
-        along one plate: the data points around the particles, say)."""
+        along one plate: the data points around the particles, say; an axis of size 1 along
+        none is left out)."""
         out = []
-        for label in self.log_weights.axes:
-            if self.plate in label:
+        unit = self._unit_axes()
+        for k, label in enumerate(self.log_weights.axes):
+            if self.plate in label or k in unit:
                 continue
             if len(label) != 1:
                 raise ValueError(
@@ -52,11 +64,24 @@ class Bound:
     def plain_result(self):
         """The bound's value as a plain array (rows, *other axes)."""
         v = self.result.value if isinstance(self.result, PerSample) else self.result
-        return effects.asarray(v, dtype=float)
+        v = effects.asarray(v, dtype=float)
+        if not isinstance(self.result, PerSample) or not self._unit_axes():
+            return v
+        # (the result keeps the log-weights' axes but the plate's: the unit ones go too)
+        labels = self.result.axes or ((),) * len(self.result.shape)
+        unit = tuple(1 + k for k, label in enumerate(labels)
+                     if not label and self.result.shape[k] == 1)
+        return effects.opaque(_squeezed, v, unit) if unit else v
 
 
-def _plate_axis_last(w, axis):
+def _plate_axis_last(w, axis, unit=()):
+    if unit:
+        w = np.squeeze(w, axis=unit)
     return np.moveaxis(w, axis, -1)
+
+
+def _squeezed(v, axes):
+    return np.squeeze(v, axis=axes)
 
 
 def logmeanexp(value, plate):

@@ -35,8 +35,10 @@ from .trace import run_model
 def schedule(E, trace, args, kwargs):
     """At a gradient call of E, its run done: tune the sites of `trace` whose estimators
     tune."""
+    # (a site no cost depends on has an estimate of 0 whatever its settings: nothing to
+    # tune, and its probe would have no cost to evaluate)
     tuning = {name: s.estimator for name, s in trace.sites.items()
-              if getattr(s.estimator, "tunes", False)}
+              if getattr(s.estimator, "tunes", False) and trace.downstream_costs(s)}
     if not tuning:
         return
     floor = effects.floor()
