@@ -155,6 +155,36 @@ def test_unordered_set_study(tmp_path):
     assert pngs(tmp_path) == ["unordered_set_study.png"]
 
 
+def test_cartpole(tmp_path, capsys):
+    cartpole = load("cartpole")
+    out = cartpole.main(updates=15, seed=0, out_dir=tmp_path)
+    assert out["gradient_difference"] < 1e-10      # scg's gradient is REINFORCE by hand
+    h = out["history"]
+    assert len(h) == 15 and h[-5:].mean() > 1.5 * h[:5].mean()   # the episodes get longer
+    assert "max |difference|" in capsys.readouterr().out
+    assert pngs(tmp_path) == ["cartpole.png"]
+
+
+def test_cartpole_gradient_is_reinforce_by_hand_on_the_same_episodes():
+    """On episodes of every length up to the cut at 200 steps (a trained-ish policy gives
+    long ones): scg's gradient against numpy's, and each episode's length."""
+    import scg
+    cartpole = load("cartpole")
+    for seed, scale in ((1, 0.0), (2, 2.0), (3, 20.0)):
+        params = scg.nn.init_mlp(seed, cartpole.SIZES)
+        # plus a controller that pushes towards the side the pole leans and turns to
+        # (relu(z) - relu(-z) = z of z = theta + theta_dot): longer episodes as it weighs more
+        params[0]["W"][:, :2] = np.array([[0, 0, 1, 1], [0, 0, -1, -1]]).T
+        params[0]["b"][:2] = 0.0
+        params[1]["W"][:2, 0] = params[1]["W"][:2, 0] + scale * np.array([1.0, -1.0])
+        E = scg.expectation(cartpole.cartpole, n=cartpole.EPISODES, seed=seed)
+        cost, g = scg.value_and_grad(E)(params)
+        starts, actions = cartpole.episodes(E)
+        by_hand, lengths = cartpole.reinforce_by_hand(params, starts, actions)
+        assert cartpole.max_difference(g, by_hand) < 1e-10
+        assert -cost == lengths.mean() and lengths.max() == actions.shape[1]
+
+
 def test_one_script_makes_every_picture_in_the_docs(tmp_path):
     """docs/make_images.py --quick makes each picture of docs/images, no other and none
     missing (each with both axes of every panel labelled: examples/_plots.py checks)."""
