@@ -61,9 +61,7 @@ class Categorical(Distribution):
         # log(p_k / sum(p)): p sums to 1 (validated), but the gradient in p goes through
         # the normalization, as torch.distributions' does, so the score has mean zero
         p = self.probs
-        positive = np.greater(p, 0)
-        log_p = np.where(positive, np.log(np.where(positive, p, 1.0)), -np.inf)
-        return log_p - np.log(np.sum(p, axis=-1, keepdims=True))
+        return R.log_nonnegative(p) - np.log(np.sum(p, axis=-1, keepdims=True))
 
     def _probs(self):
         if self.probs is None:

@@ -353,8 +353,28 @@ logaddexp = prim("logaddexp", np.logaddexp, batch=EW)
 maximum = prim("maximum", np.maximum, batch=EW)
 minimum = prim("minimum", np.minimum, batch=EW)
 
+def _log_nonnegative(x):
+    with np.errstate(divide="ignore"):  # (log 0 = -inf, without numpy's warning)
+        return np.log(x)
+
+
+# log of probabilities that may be 0 (-inf there): smooth, no comparison on its path, so a
+# pathwise draw upstream keeps its path; the derivative at 0 is 0 where nothing reaches it
+log_nonnegative = prim("log_nonnegative", _log_nonnegative, batch=EW)
+
+
+def _log_nonnegative_vjp(g, ans, x):
+    plain = strip(x)
+    at_zero = plain == 0
+    if not np.any(at_zero):
+        return divide(g, x)
+    reached = at_zero & (strip(g) != 0)
+    return where(at_zero, np.where(reached, np.inf, 0.0), divide(g, where(at_zero, 1.0, x)))
+
+
 defvjp(exp, lambda g, ans, x: multiply(g, ans))
 defvjp(log, lambda g, ans, x: divide(g, x))
+defvjp(log_nonnegative, _log_nonnegative_vjp)
 defvjp(log1p, lambda g, ans, x: divide(g, add(1.0, x)))
 defvjp(expm1, lambda g, ans, x: multiply(g, add(ans, 1.0)))
 defvjp(sqrt, lambda g, ans, x: divide(multiply(0.5, g), ans))

@@ -66,3 +66,30 @@ def test_log_prob_value_is_unchanged_and_its_gradient_is_torchs():
 def test_probs_must_still_sum_to_one():
     with pytest.raises(ValueError, match="probs"):
         scg.Categorical(probs=np.array([0.2, 0.5]))
+
+
+def test_probabilities_from_a_pathwise_draw_keep_its_path():
+    # (the log of probs went through a comparison, taken for a jump: a Dirichlet upstream
+    # fell back to the score function, or warned when forced pathwise)
+    def model(a):
+        w = scg.sample("w", scg.Dirichlet(np.exp(a)))
+        k = scg.sample("k", scg.Categorical(probs=w), estimator=scg.Enumerate())
+        return scg.take(TABLE, k)
+
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", scg.BiasWarning)
+        t = scg.trace(model, np.zeros(3), n=4)
+        assert t.sites["w"].kind == "pathwise"
+        # E[f] = E[w] . f = softmax(a) . f for a Dirichlet(exp(a))
+        gs = scg.grad_samples(scg.expectation(model, n=20_000, seed=0))(np.zeros(3))
+    p = np.full(3, 1 / 3)
+    exact = p * (TABLE - p @ TABLE)
+    assert np.all(np.abs(gs.mean - exact) < 5 * gs.stderr)
+
+
+def test_the_log_of_a_zero_probability_has_no_derivative_where_nothing_reaches_it():
+    p = np.array([0.5, 0.5, 0.0])
+    g = scg.grad(lambda q: scg.Categorical(probs=q).log_prob(1))(p)
+    assert np.all(np.isfinite(g))
+    np.testing.assert_allclose(g, [-1.0, 1.0, -1.0])   # e_1 / p_1 - 1 / sum(p)

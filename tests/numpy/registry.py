@@ -267,6 +267,8 @@ REGISTRY = {
     # casts between floating types (x.astype): the derivative is carried through
     R.cast: [unary(lambda a: a.astype(np.longdouble).astype(np.float64) * a,
                    name="astype to long double and back")],
+    # the log of probabilities that may be 0 (Categorical(probs=...))
+    R.log_nonnegative: [unary(R.log_nonnegative, POS)],
     # stable helpers
     scg.sigmoid: [unary(scg.sigmoid, uniform(-5.0, 5.0))],
     scg.softplus: [unary(scg.softplus, uniform(-5.0, 5.0))],
