@@ -1,5 +1,7 @@
 """Expectations of models: their Monte Carlo value, gradient estimates, per-sample gradients."""
 
+import copy
+import functools
 import warnings
 
 import numpy as np
@@ -62,6 +64,21 @@ class Expectation:
         self.last_aux = None  # (has_aux=True: what the model returned beside its cost)
 
     @property
+    def last_trace(self):
+        """The trace of the last call: its sites (their draws) and costs. After a call
+        that scg.jit replayed, the recorded call's trace holding the replay's values."""
+        replayed = self.__dict__.get("_replayed")
+        if replayed is not None:
+            self._replayed = None
+            self._last_trace = _with_values(*replayed)
+        return self.__dict__.get("_last_trace")
+
+    @last_trace.setter
+    def last_trace(self, trace):
+        self._replayed = None
+        self._last_trace = trace
+
+    @property
     def states(self):
         """What each site keeps between calls (its baseline's and estimator's state):
         a `SiteStates`, saved with `copy.deepcopy(E.states)` and restored by assigning it."""
@@ -99,7 +116,7 @@ class Expectation:
     def __getstate__(self):
         # the last trace holds the tape of the last call: not part of the expectation
         return {k: v for k, v in self.__dict__.items()
-                if k not in ("last_trace", "_model_generators")}
+                if k not in ("_last_trace", "_replayed", "_model_generators")}
 
     def __setstate__(self, state):
         if "states" in state:  # (pickled before `states` was a property)
@@ -138,6 +155,10 @@ class Expectation:
         if traced:  # (estimators that tune themselves take a step after the call)
             schedule_tuning(self, trace, args, kwargs)
         self.last_trace = trace
+        if effects.sees_operations():  # (a recording: a replay leaves its own values)
+            effects.after(_note_values, effects.State(self), effects.State(trace, own=True),
+                          *[strip(x) for s in trace.sites.values() for x in (s.draw, s._log_prob)],
+                          *[strip(c.value) for c in trace.cost_sites.values()])
         if self.has_aux:
             self.last_aux = pytree.tree_map(lambda leaf: _plain_aux(leaf, self.n), trace.aux)
         return objective
@@ -263,6 +284,43 @@ def _plain_aux(leaf, n):
 
 def _main_rows(x, n):
     return np.array(x[:n])
+
+
+def _note_values(E, trace, *values):
+    """After a call of E (a replay's too): the values of its sites and costs, for
+    E.last_trace (made when read)."""
+    E._replayed = (trace, values)
+
+
+def _with_values(trace, values):
+    """A copy of `trace` whose sites' draws and costs hold `values` (see _note_values)."""
+    out = copy.copy(trace)
+    values = iter(values)
+    out.sites = {k: _site_with(s, next(values), next(values)) for k, s in trace.sites.items()}
+    out.cost_sites = {k: _site_with(c, next(values)) for k, c in trace.cost_sites.items()}
+    return out
+
+
+def _site_with(site, value, log_prob=None):
+    site = copy.copy(site)
+    field = "draw" if hasattr(site, "draw") else "value"
+    old = getattr(site, field)
+    if isinstance(old, PerSample):
+        new = copy.copy(old)
+        new.value = value
+        value = new
+    setattr(site, field, value)
+    if hasattr(site, "_log_prob"):
+        site._log_prob = log_prob
+        if log_prob is None:  # (not computed by the call: never from the recorded draws)
+            site.log_prob = functools.partial(_not_computed, site.name)
+    return site
+
+
+def _not_computed(name):
+    raise ValueError(f"site {name!r}: the call that scg.jit replayed did not compute its "
+                     "log-probability (its estimator does not use it); compute it from "
+                     "the site's distribution and value")
 
 
 def expectation(model, n=1, seed=None, estimators=None, has_aux=False):

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import scg
+from scg.core.tape import strip
 
 
 def _pair(model, n=8, seed=3):
@@ -88,3 +89,25 @@ def test_rare_draws_still_warn_under_jit():
         step(p)
     with pytest.warns(scg.VarianceWarning, match="concentration"):
         step(params[-1])
+
+
+# ---------------------------------------------------------------- E.last_trace
+def _monitored(mu):
+    x = scg.sample("x", scg.Normal(mu, 1.0), estimator="score")
+    scg.cost("fit", (x - 1.0) ** 2)
+
+
+def test_last_trace_after_a_replay_holds_its_values():
+    eager = scg.expectation(_monitored, n=8, seed=5)
+    jitted = scg.expectation(_monitored, n=8, seed=5)
+    step = scg.jit(lambda p: scg.grad(jitted)(p))
+    for k in range(6):
+        mu = np.array(0.1 * k)
+        scg.grad(eager)(mu)
+        step(mu)
+        want, got = eager.last_trace, jitted.last_trace
+        np.testing.assert_array_equal(got.sites["x"].value, want.sites["x"].value)
+        np.testing.assert_allclose(got.costs["fit"], want.costs["fit"], rtol=1e-15)
+        np.testing.assert_allclose(strip(got.sites["x"].log_prob()),
+                                   strip(want.sites["x"].log_prob()), rtol=1e-15)
+    assert step.stats["replays"] >= 3, step.explain()
