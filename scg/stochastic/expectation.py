@@ -108,9 +108,9 @@ class Expectation:
             return out, self.last_aux
         return out
 
-    # what a call depends on besides its arguments (for scg.jit's key): the model, the
+    # what a call depends on besides its arguments (guarded by scg.jit): the model, the
     # number of draws, the generator (by identity), the estimators chosen so far
-    __fingerprint_attrs__ = ("model", "_n", "estimators", "rng", "_decisions", "_plan",
+    __jit_attrs__ = ("model", "_n", "estimators", "rng", "_decisions", "_plan",
                              "has_aux")
 
     def __getstate__(self):

@@ -4,6 +4,14 @@ reads, identities it compares, tables indexed by discrete draws, the pathwise fa
 whose derivative checks their concentrations, and what a replay leaves in `E.last_trace`.
 """
 
+import ctypes
+import io
+import json
+import math
+import os
+import random
+import time
+
 import numpy as np
 import pytest
 
@@ -111,3 +119,142 @@ def test_last_trace_after_a_replay_holds_its_values():
         np.testing.assert_allclose(strip(got.sites["x"].log_prob()),
                                    strip(want.sites["x"].log_prob()), rtol=1e-15)
     assert step.stats["replays"] >= 3, step.explain()
+
+
+# ---------------------------------------------------------------- outside state
+def _outside_state(tmp):
+    """name -> (function of an array, change): the function reads 2.0 from state outside
+    scg and numpy's mathematics; change() makes it read 3.0."""
+    def np_load():
+        path = os.path.join(tmp, "scale.npy")
+        np.save(path, np.array([2.0]))
+        return (lambda x: x * np.load(path)[0]), lambda: np.save(path, np.array([3.0]))
+
+    def getenv():
+        os.environ["SCG_TEST_SCALE"] = "2.0"
+        return (lambda x: x * float(os.getenv("SCG_TEST_SCALE"))), \
+            lambda: os.environ.__setitem__("SCG_TEST_SCALE", "3.0")
+
+    def open_read():
+        path = os.path.join(tmp, "scale.txt")
+        _write(path, "2.0")
+        return (lambda x: x * float(open(path).read())), lambda: _write(path, "3.0")
+
+    def json_load():
+        path = os.path.join(tmp, "scale.json")
+        _write(path, json.dumps({"scale": 2.0}))
+
+        def f(x):
+            with open(path) as fh:
+                return x * json.load(fh)["scale"]
+        return f, lambda: _write(path, json.dumps({"scale": 3.0}))
+
+    def path_exists():
+        path = os.path.join(tmp, "flag")
+        _write(path, "")
+        return (lambda x: x * (2.0 if os.path.exists(path) else 3.0)), lambda: os.remove(path)
+
+    def string_io():
+        buf = io.StringIO("2.0")
+        return (lambda x: x * float(buf.getvalue())), lambda: (buf.seek(0), buf.write("3.0"))
+
+    def c_double():
+        c = ctypes.c_double(2.0)
+        return (lambda x: x * c.value), lambda: setattr(c, "value", 3.0)
+
+    return {f.__name__: f for f in (np_load, getenv, open_read, json_load, path_exists,
+                                    string_io, c_double)}
+
+
+def _write(path, text):
+    with open(path, "w") as fh:
+        fh.write(text)
+
+
+@pytest.mark.parametrize("name", list(_outside_state("/nonexistent")))
+def test_outside_state_is_never_replayed_stale(name, tmp_path):
+    f, change = _outside_state(str(tmp_path))[name]()
+    jf = scg.jit(f)
+    x = np.array([1.0, 2.0])
+    for _ in range(4):
+        np.testing.assert_array_equal(jf(x), 2.0 * x)
+    change()
+    for _ in range(2):
+        np.testing.assert_array_equal(jf(x), 3.0 * x)
+    assert "runs afresh on every call" in jf.explain()
+
+
+def test_the_clock_is_read_on_every_call():
+    jf = scg.jit(lambda x: x + time.time())
+    values = []
+    for _ in range(6):
+        values.append(jf(np.zeros(1))[0])
+        time.sleep(0.002)
+    assert all(b > a for a, b in zip(values, values[1:])), values
+    assert "time.time" in jf.explain()
+
+
+def test_a_random_random_in_a_closure_is_read_on_every_call():
+    held = random.Random(4)
+
+    def f(x):  # (where the generator is in its stream, which the caller moves)
+        return x * float(held.getstate()[1][-1])
+    jf = scg.jit(f)
+    x = np.ones(1)
+    for _ in range(4):
+        np.testing.assert_array_equal(jf(x), f(x))
+    for _ in range(3):
+        held.random()
+        np.testing.assert_array_equal(jf(x), f(x))
+    assert jf.stats["replays"] == 0 and "runs afresh on every call" in jf.explain()
+
+
+def test_a_random_random_in_a_closure_draws_on_every_call():
+    held, reference = random.Random(4), random.Random(4)
+    jf = scg.jit(lambda x: x * held.random())
+    x = np.ones(1)
+    for _ in range(6):
+        np.testing.assert_array_equal(jf(x), x * reference.random())
+    assert jf.stats["replays"] == 0 and "Random.random" in jf.explain()
+
+
+_G = np.array([1.0, 2.0])
+
+
+def _identity_model(data):
+    return data * (2.0 if data is _G else 3.0)
+
+
+def test_an_identity_test_on_an_argument_gives_the_eager_answer():
+    jf = scg.jit(_identity_model)
+    other = np.array([1.0, 2.0])
+    for data in [_G, _G, other, other, other, _G, other]:
+        np.testing.assert_array_equal(jf(data), _identity_model(data))
+
+
+def test_identity_of_an_argument_in_a_model():
+    table = np.array([0.5, 1.5])
+
+    def model(data):
+        x = scg.sample("x", scg.Normal(0.0, 1.0))
+        return (x - (10.0 if data is table else 0.0) * data[0]) ** 2
+    E, Ej = scg.expectation(model, n=4, seed=2), scg.expectation(model, n=4, seed=2)
+    jf = scg.jit(lambda d: Ej(d))
+    for data in [table, np.array([0.5, 1.5]), table]:
+        np.testing.assert_array_equal(jf(data), E(data))
+
+
+def test_trust_lets_a_library_call_replay():
+    def f(x):
+        return x * math.gamma(3.0) * float(os.path.basename("a/2"))
+    assert "runs afresh" in _explained(scg.jit(f))
+    jf = scg.jit(f, trust=(os.path,))
+    for _ in range(4):
+        np.testing.assert_array_equal(jf(np.ones(1)), [4.0])
+    assert jf.stats["replays"] >= 2, jf.explain()
+
+
+def _explained(jf):
+    for _ in range(4):
+        jf(np.ones(1))
+    return jf.explain()
