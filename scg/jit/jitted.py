@@ -17,12 +17,12 @@ import types
 import numpy as np
 
 from ..core import effects, pytree
-from ..core.random_state import (PYTHON_RANDOM, global_random_position, position_keeper, restore_position,
-                                 save_position)
+from ..core.random_state import (PYTHON_RANDOM, global_random_position, position_keeper,
+                                 restore_position, save_position)
 from ..core.reach import generators_reachable
 from ..core.tape import THREAD, Tracer, new_level
-from .guards import (Refused, Watch, guards, same_snapshot,
-                     snapshot_difference, trusted_kinds)
+from .guards import Refused, guards
+from .watch import Watch, trusted_kinds
 from .recording import ACTIVE, Var, _Recording, compile_program, generators_of, same
 
 _RECORDINGS_PER_KEY = 4  # recordings that never repeat themselves: stop trying
@@ -254,7 +254,6 @@ class Jitted:
         reachable = generators_reachable((self.fn, args, kwargs))
         positions = [save_position(g) for g in reachable]  # (a random.Random: getstate())
         global_random = global_random_position()
-        watch = Watch(self._kinds, self._trusted)
         with new_level() as level:
             rec = _Recording(level)
             inputs = []
@@ -271,6 +270,12 @@ class Jitted:
                 else:
                     call_leaves.append(leaf)
             call_args, call_kwargs = pytree.unflatten(treedef, call_leaves)
+            arrays = [v.concrete for v in inputs]
+            # (a recording that would confirm the last one, which nothing it read has
+            # changed since, runs the same code: it needs no watching, and its guards
+            # are the last one's, which must still hold when it returns)
+            confirming = entry.last is not None and entry.check(leaves, arrays)
+            watch = _UNWATCHED if confirming else Watch(self._kinds, self._trusted)
             effects.push(rec)
             ACTIVE.rec = rec
             try:
@@ -294,10 +299,12 @@ class Jitted:
             else:
                 failed = _opaque_result(out, rec)
                 guarded = None
-                if not failed:
+                if not failed and confirming:
+                    guarded = entry.check(leaves, arrays)  # (what it read is unchanged)
+                elif not failed:
                     try:
-                        guarded = guards(self.fn, watch.ran, self._kinds, objects,
-                                         [v.concrete for v in inputs], self._trusted)
+                        guarded = guards(self.fn, watch.ran, self._kinds, objects, arrays,
+                                         self._trusted)
                     except Refused as reason:
                         guarded = str(reason)
                     if type(guarded) is tuple and guarded[2] is not None:
@@ -347,20 +354,17 @@ class Jitted:
                 entry.error = f"its recording cannot be replayed: {reason}"
             return result
         entry.denials = 0
-        check, snapshot, _ = guarded
         signature = _signature(rec, out_leaves, inputs)
-        if entry.last is not None and _same_signature(entry.last[0], signature) and \
-                same_snapshot(entry.last[1], snapshot):
+        if not confirming:  # (a watched recording: the first of a run of identical ones)
+            entry.check, entry.n_checks, _ = guarded
+            entry.last, entry.same_in_a_row = signature, 1
+        elif guarded and _same_signature(entry.last, signature):
             entry.same_in_a_row += 1
-        else:
-            if entry.last is not None:
-                entry.unstable = _difference(entry.last[0], signature) if not \
-                    _same_signature(entry.last[0], signature) else \
-                    snapshot_difference(entry.last[1], snapshot)
-            entry.same_in_a_row = 1
-        entry.last = (signature, snapshot)
-        entry.check = check
-        entry.n_checks = len(snapshot)
+        else:  # (the next recording is watched again: it may run other code)
+            entry.unstable = _difference(entry.last, signature) if guarded else \
+                "it changes what it reads outside its arrays (a counter, a list it appends to)"
+            entry.last, entry.same_in_a_row = None, 0
+            return result
         entry.guards = [(kind, where) for _, kind, where in rec.guards]
         if entry.same_in_a_row >= self.validate:
             program, entry.source, entry.built = compile_program(rec, inputs, out_leaves,
@@ -440,6 +444,21 @@ def _maybe_the_recording(error):
     afresh without recording; any other error is the function's, and is raised."""
     return isinstance(error, (TypeError, AttributeError, NotImplementedError)) or \
         type(error).__module__.startswith("numba")
+
+
+class _Unwatched:
+    """In place of a Watch, for a recording that confirms the last one."""
+
+    denied = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+_UNWATCHED = _Unwatched()
 
 
 def _restore(generators, positions):

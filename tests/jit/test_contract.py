@@ -258,3 +258,18 @@ def _explained(jf):
     for _ in range(4):
         jf(np.ones(1))
     return jf.explain()
+
+
+def test_a_function_that_changes_what_it_reads_is_never_replayed():
+    state = {"n": 0}
+    history = []
+
+    def f(x):
+        state["n"] += 1
+        history.append(state["n"])
+        return x * state["n"]
+    jf = scg.jit(f)
+    for k in range(1, 8):
+        np.testing.assert_array_equal(jf(np.ones(1)), [float(k)])
+    assert history == list(range(1, 8))
+    assert jf.stats["replays"] == 0
