@@ -2,12 +2,13 @@
 
 Compiled (Cython) bound methods reached through a global or a closure (a numpy
 Generator's, RandomState's, scipy's cKDTree's) neither crash the call nor give other
-numbers than eager calls; an object the walk cannot read makes the call run afresh, named
+numbers than eager calls; an object scg.jit cannot compare makes the call run afresh, named
 by explain(); values that compare equal but compute differently (0.0 and -0.0, 1, 1.0 and
 True, nans of either sign, numpy scalars, set elements) count as changed; an array whose
 dtype is reassigned in place counts as changed; and settings read by a name computed at
 run time (globals()["K"], eval, sys.modules[...], importlib.import_module, __import__,
-vars(mod), mod.__dict__) are watched. Each test calls a function eagerly and jitted, with
+vars(mod), mod.__dict__) are seen, or make the call run afresh (calls outside the
+allowlist). Each test calls a function eagerly and jitted, with
 the same change in between, and compares every call.
 """
 
@@ -369,7 +370,7 @@ def test_vars_of_a_module_in_a_closure():
 
 def test_two_functions_reading_other_attributes_of_one_module():
     """The function reads cfg.A, a helper it calls cfg.B: a change of B shows (a module
-    walked once for the function's names still gives the helper's)."""
+    guarded for the function's names still gives the helper's)."""
     def make():
         cfg = types.ModuleType("scg_test_edges_two")
         cfg.A, cfg.B = 1.0, 1.0
