@@ -155,12 +155,14 @@ class Expectation:
         if traced:  # (estimators that tune themselves take a step after the call)
             schedule_tuning(self, trace, args, kwargs)
         self.last_trace = trace
-        if effects.sees_operations():  # (a recording: a replay leaves its own values)
-            effects.after(_note_values, effects.State(self), effects.State(trace, own=True),
-                          *[strip(x) for s in trace.sites.values() for x in (s.draw, s._log_prob)],
-                          *[strip(c.value) for c in trace.cost_sites.values()])
         if self.has_aux:
             self.last_aux = pytree.tree_map(lambda leaf: _plain_aux(leaf, self.n), trace.aux)
+        if effects.sees_operations():  # (a recording: a replay leaves its own values)
+            aux, aux_def = pytree.flatten_leaves(self.last_aux) if self.has_aux else ([], None)
+            effects.after(_note_values, effects.State(self), effects.State(trace, own=True),
+                          effects.State(aux_def, own=True),
+                          *[strip(x) for s in trace.sites.values() for x in (s.draw, s._log_prob)],
+                          *[strip(c.value) for c in trace.cost_sites.values()], *aux)
         return objective
 
     def _generators(self):
@@ -286,9 +288,12 @@ def _main_rows(x, n):
     return np.array(x[:n])
 
 
-def _note_values(E, trace, *values):
+def _note_values(E, trace, aux_def, *values):
     """After a call of E (a replay's too): the values of its sites and costs, for
-    E.last_trace (made when read)."""
+    E.last_trace (made when read), and what the model returned beside its cost."""
+    if aux_def is not None:
+        k = 2 * len(trace.sites) + len(trace.cost_sites)
+        E.last_aux = pytree.unflatten(aux_def, list(values[k:]))
     E._replayed = (trace, values)
 
 

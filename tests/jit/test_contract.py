@@ -273,3 +273,22 @@ def test_a_function_that_changes_what_it_reads_is_never_replayed():
         np.testing.assert_array_equal(jf(np.ones(1)), [float(k)])
     assert history == list(range(1, 8))
     assert jf.stats["replays"] == 0
+
+
+def _with_aux(mu):
+    x = scg.sample("x", scg.Normal(mu, 1.0), estimator="score")
+    return (x - 1.0) ** 2, {"x": x, "mu": mu * 2.0}
+
+
+def test_last_aux_after_a_replay_holds_its_values():
+    eager = scg.expectation(_with_aux, n=4, seed=8, has_aux=True)
+    jitted = scg.expectation(_with_aux, n=4, seed=8, has_aux=True)
+    step = scg.jit(lambda p: scg.value_and_grad(jitted, has_aux=True)(p))
+    for k in range(6):
+        mu = np.array(0.1 * k)
+        (value, aux), g = scg.value_and_grad(eager, has_aux=True)(mu)
+        (value_j, aux_j), g_j = step(mu)
+        for got in (aux_j, jitted.last_aux):
+            np.testing.assert_array_equal(got["x"], aux["x"])
+            np.testing.assert_array_equal(got["mu"], aux["mu"])
+    assert step.stats["replays"] >= 3, step.explain()
