@@ -153,7 +153,9 @@ class Watch:
 
     def __exit__(self, *exc):
         self._profiler.disable()
-        if self._previous is not None:
+        if isinstance(self._previous, _lsprof.Profiler):  # (cProfile, profiling the caller)
+            self._previous.enable()
+        elif self._previous is not None:
             sys.setprofile(self._previous)
         stats = self._profiler.getstats()
         self._profiler = None
