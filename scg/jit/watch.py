@@ -26,7 +26,7 @@ import numpy as np
 TRUSTED, LIBRARY, USER = 1, 2, 3  # (all true: `kinds.get(code) or ...`)
 # ---------------------------------------------------------------- whose code is it
 def _dir(path):
-    return os.path.join(os.path.realpath(path), "")
+    return os.path.join(os.path.abspath(path), "")
 
 
 _SCG = _dir(os.path.join(os.path.dirname(__file__), os.pardir))
@@ -49,7 +49,7 @@ _FROZEN = ("<frozen importlib._bootstrap>",)
 
 @functools.lru_cache(maxsize=4096)
 def _kind_of_file(filename):
-    path = os.path.realpath(filename) if filename[:1] != "<" else filename
+    path = filename  # (as imported: absolute, the paths above likewise)
     if path.startswith(_SCG):
         return TRUSTED
     if path.startswith(_NUMPY):
@@ -66,7 +66,7 @@ def _kind_of_file(filename):
 
 @functools.lru_cache(maxsize=1024)
 def _in_scg(filename):
-    return os.path.realpath(filename).startswith(_SCG)
+    return filename.startswith(_SCG)
 
 
 def kind_of(code, kinds):
