@@ -27,9 +27,13 @@ def generators_reachable(x):
     found, seen, stack = [], set(), [x]
     while stack and len(seen) < _BUDGET:
         obj = stack.pop()
-        if obj is random or isinstance(getattr(obj, "__self__", None), random.Random):
+        try:
+            owner = getattr(obj, "__self__", None)
+        except Exception:  # (a __getattr__ that raises another error)
+            owner = None
+        if obj is random or isinstance(owner, random.Random):
             # (the random module, random.random, rng.gauss: their generator)
-            obj = PYTHON_RANDOM if obj is random else obj.__self__
+            obj = PYTHON_RANDOM if obj is random else owner
         if isinstance(obj, _SKIP) or id(obj) in seen:
             continue
         seen.add(id(obj))

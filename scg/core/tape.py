@@ -208,6 +208,8 @@ class Primitive:
     "cut" (stop_gradient). Jumps and cuts return untraced values.
     """
 
+    __jit_attrs__ = ()  # (scg.jit: by identity; its rules are scg's, not settings)
+
     def __init__(self, name, fn, kind="smooth", doc=None, batch=None):
         self.name = name
         self.__doc__ = doc or f"The primitive {name}."

@@ -69,15 +69,32 @@ class own_draws:
         _DRAWS.own = self.before
 
 
+_ENOUGH = {}
+
+
+def _enough_draws(draws):
+    """The predicate `c * draws >= 1` (one per number of draws, so that recordings of
+    scg.jit compare it by identity)."""
+    predicate = _ENOUGH.get(draws)
+    if predicate is None:
+        def predicate(c):
+            return bool(np.all(c * draws >= 1.0))
+        predicate = _ENOUGH.setdefault(draws, predicate)
+    return predicate
+
+
 def rare_draws_caveat(family, concentrations, draws):
     """For a path_caveat: at concentrations c near 0 nearly all the draws of a Gamma, Beta
     or Dirichlet lie at 0 (or 1), where the path does not move, and the derivative rests
     on the draws in between, about 7 c n of n. With too few of them expected the estimate
     and its standard error (from the same draws) are typically 0, whatever the gradient
     (1 for a Gamma's mean, 1 / (4 c) for a symmetric Beta's)."""
-    c = float(np.min(plain(concentrations)))
-    if c * draws >= 1.0:
+    smallest = np.min(plain(concentrations))
+    # (a condition every call must meet, not a value read: under scg.jit a learned
+    # concentration that moves between calls keeps the replay, which checks it)
+    if effects.check(_enough_draws(draws), smallest, f"{family}'s concentration >= 1 / n"):
         return None
+    c = float(effects.read(smallest, "the smallest concentration, for the warning"))
     return (f"{family}'s pathwise derivative at concentration {c:.3g} rests on its draws "
             f"away from the boundary, about 7 x concentration x n of them: "
             f"{7 * c * draws:.2g} expected in {draws} draws, so the estimate and its "

@@ -1,35 +1,36 @@
 """scg.jit: record a function once, replay it on later calls of the same structure.
 
-See docs/performance.md ("Compiled replay") for when a replay is used and what stops it.
-The recording and the replayed program are in `recording.py`; this module decides, for
-each call, whether a program applies: the key of a call is the structure of its
-arguments (pytree, dtypes, shapes, the values of Python numbers, bools and strings) and
-the fingerprint of the function (`fingerprint.py`).
+See docs/performance.md ("Compiled replay" and "The contract") for when a replay is used
+and what stops it. The recording and the replayed program are in `recording.py`; what a
+recorded call ran and the guards a replay checks are in `guards.py`. This module decides,
+for each call, whether a program applies: the key of a call is the structure of its
+arguments (pytree, dtypes, shapes, the values of Python numbers, bools and strings), and
+the program's guards must hold.
 """
 
 import functools
 import re
+import struct
 import sys
 import types
-from threading import current_thread
 
 import numpy as np
 
 from ..core import effects, pytree
 from ..core.random_state import (PYTHON_RANDOM, global_random_position, position_keeper,
-                                 python_random_position, restore_position, save_position)
+                                 restore_position, save_position)
+from ..core.reach import generators_reachable
 from ..core.tape import THREAD, Tracer, new_level
-from .fingerprint import (BUDGET, TooMuch, Watch, _atom, _exact, _exact_keys, fingerprint,
-                          generators_reachable)
+from .guards import Refused, guards
+from .watch import Watch, trusted_kinds
 from .recording import ACTIVE, Var, _Recording, compile_program, generators_of, same
 
 _RECORDINGS_PER_KEY = 4  # recordings that never repeat themselves: stop trying
-_OUTSIDE_DRAWS = 3  # recordings that saw random numbers drawn outside scg.sample: stop
 _KEYS = 32               # structures kept per jitted function
 _GIVE_UP = 64            # new structures without a replay: stop recording
 
 
-def jit(fn=None, *, validate=2):
+def jit(fn=None, *, validate=2, trust=()):
     """Return `fn` compiled by recording: later calls of the same structure replay it.
 
     The first calls run `fn` as usual while recording every operation on its array
@@ -40,13 +41,18 @@ def jit(fn=None, *, validate=2):
     same generators, the same baseline updates, the same checks; a gradient may differ
     in its last bit), without the Python bookkeeping.
 
-    A new recording is made, never a stale one replayed, when: the arguments' structure,
-    dtypes or shapes change; a Python number, bool or string argument changes; a value
-    the function closes over, a default, a global or an object's attribute it reads
-    changes (arrays by content); a value was read as a Python value during the recording
-    (`if x > 0`, `float(x)`, `range(n)`) or a shape depended on values, and reads
-    differently now. Code that cannot be replayed safely (random numbers drawn outside
-    `scg.sample`, in-place changes, see `explain()` and docs/performance.md) runs afresh.
+    A replay is used only when scg knows everything the recorded call read (the contract,
+    docs/performance.md): a new recording is made, never a stale one replayed, when the
+    arguments' structure, dtypes or shapes change; a Python number, bool, string or other
+    object argument changes; a closure variable, default or global that the code which
+    ran names changes (arrays by content, objects by their attributes); a value was read
+    as a Python value during the recording (`if x > 0`, `float(x)`, `range(n)`) or a
+    shape depended on values, and reads differently now. While it records, scg.jit
+    watches every call the function makes: a call outside scg, numpy's array
+    mathematics, `math`, `operator` and Python's pure builtins (I/O, `os`, `time`,
+    `random`, `json`, a C extension), an object it cannot compare, or code that cannot be
+    replayed (in-place changes of arguments) makes the function run afresh on every call;
+    `explain()` says which.
 
     Args:
         fn: the function; its positional and keyword arguments are pytrees whose arrays
@@ -54,6 +60,9 @@ def jit(fn=None, *, validate=2):
             other objects are part of the key.
         validate: identical recordings needed before replaying (2: a value that changes
             between calls but was recorded as a constant is caught before any replay).
+        trust: functions, classes or modules the function may call although they are
+            outside the allowlist; the user vouches that each is a function of its
+            arguments (no I/O, no state), so nothing it reads is guarded.
 
     Returns:
         A callable with the signature of `fn`, with `.explain()` (what was recorded and
@@ -65,13 +74,14 @@ def jit(fn=None, *, validate=2):
         ...     g = step(params)
     """
     if fn is None:
-        return functools.partial(jit, validate=validate)
+        return functools.partial(jit, validate=validate, trust=trust)
     if not callable(fn):
         raise TypeError(f"scg.jit needs a function, got {type(fn).__name__}")
     if isinstance(validate, bool) or not isinstance(validate, int) or validate < 1:
         raise ValueError(f"validate must be an int >= 1 (identical recordings before a "
                          f"replay), got {validate!r}")
-    return Jitted(fn, validate)
+    trust = tuple(trust) if isinstance(trust, (tuple, list, set, frozenset)) else (trust,)
+    return Jitted(fn, validate, trust)
 
 
 _MISSED = object()  # (a replay that missed a guard or raised)
@@ -82,7 +92,7 @@ class _Entry:
 
     __slots__ = ("program", "source", "last", "recordings", "replays", "misses", "refused",
                  "guards", "n_ops", "out_def", "same_in_a_row", "unstable", "generators",
-                 "keepers", "failures", "error", "built", "outside")
+                 "keepers", "failures", "error", "built", "check", "n_checks", "denials")
 
     def __init__(self):
         self.program = None
@@ -98,21 +108,23 @@ class _Entry:
         self.unstable = None  # how the last two recordings differed
         self.generators = []
         self.keepers = []  # (save, restore) of each generator's position
-        self.failures = 0
-        self.outside = 0
+        self.failures = self.denials = 0
         self.error = None
+        self.check = None  # the guards on what the recorded call read outside its arrays
+        self.n_checks = 0
 
 
 class Jitted:
     """A function compiled by `scg.jit`."""
 
-    __fingerprint_attrs__ = ("fn", "validate")  # (a jitted function called by another one)
+    __jit_attrs__ = ("fn", "validate")  # (a jitted function called by another one)
 
-    def __init__(self, fn, validate):
+    def __init__(self, fn, validate, trust=()):
         self.fn = fn
         self.validate = validate
+        self.trust = trust
+        self._kinds, self._trusted = trusted_kinds(trust)  # (code object -> kind, cached)
         self._entries = {}
-        self._watch = Watch()
         self._uncached = False
         self._new_keys = 0
         self.stats = {"calls": 0, "replays": 0, "recordings": 0, "eager": 0}
@@ -128,19 +140,17 @@ class Jitted:
             inputs = []
             shape_key = _arguments_key(args, inputs, [])
             if shape_key is not None:
-                watch = self._watch
-                function_key = watch.get(self.fn)
-                entry = self._entries.get(
-                    (shape_key, function_key, current_thread() if watch.per_thread else None))
+                entry = self._entries.get(shape_key)
                 if entry is not None and entry.program is not None:
-                    out = self._replay(entry, inputs)
+                    out = self._replay(entry, inputs, None, inputs)
                     if out is not _MISSED:
                         return out
                     missed = entry
         traced = []
         spec = []
+        objects = []  # (index, object): leaves compared by the guards
         leaves, treedef = pytree.flatten_leaves((args, kwargs))
-        for leaf in leaves:
+        for index, leaf in enumerate(leaves):
             t = type(leaf)
             if t is np.ndarray or t is np.memmap:
                 traced.append(leaf if t is np.ndarray else leaf.view(np.ndarray))
@@ -151,22 +161,21 @@ class Jitted:
             elif isinstance(leaf, Tracer):
                 self.stats["eager"] += 1
                 return self.fn(*args, **kwargs)
-            else:  # (Python numbers, bools, strings, objects: part of the key)
-                spec.append(("static", leaf))
+            else:  # (Python numbers, bools, strings: part of the key; other objects by
+                # their type, and compared by the guards)
+                static = _static_key(leaf)
+                if static is None:
+                    objects.append((index, leaf))
+                    static = ("object", type(leaf))
+                spec.append(("static", static))
         try:
-            shape_key = _arguments_key(args, [], []) if not kwargs else None
-            if shape_key is None:
-                shape_key = (_freeze(treedef), fingerprint(tuple(spec)))
-            function_key = self._watch.get(self.fn)
-            # (a function that reads the thread calling it, threading.current_thread() or a
-            # threading.local: each thread its own recordings; the thread object, not its
-            # number, which a later thread may be given again)
-            key = (shape_key, function_key,
-                   current_thread() if self._watch.per_thread else None)
+            key = _arguments_key(args, [], []) if not kwargs else None
+            if key is None:
+                key = (_freeze(treedef), tuple(spec))
             hash(key)
-        except (TypeError, TooMuch):  # (unhashable or too large static arguments)
-            function_key = key = None
-        if key is None or function_key is None:  # (never cached: see explain())
+        except TypeError:  # (unhashable static arguments)
+            key = None
+        if key is None:  # (never cached: see explain())
             self.stats["eager"] += 1
             self._uncached = True
             return self.fn(*args, **kwargs)
@@ -182,13 +191,13 @@ class Jitted:
                 del self._entries[next(iter(self._entries))]
             entry = self._entries[key] = _Entry()
         if entry.program is not None and entry is not missed:
-            out = self._replay(entry, traced)
+            out = self._replay(entry, traced, leaves, traced)
             if out is not _MISSED:
                 return out
         if entry.refused is not None or entry.recordings >= _RECORDINGS_PER_KEY + entry.misses:
             self.stats["eager"] += 1
             return self.fn(*args, **kwargs)
-        return self._record(entry, args, kwargs, leaves, treedef)
+        return self._record(entry, args, kwargs, leaves, treedef, objects)
 
     def __reduce__(self):
         # (pickled as the function and its settings: recordings belong to one process;
@@ -202,16 +211,22 @@ class Jitted:
                 found = getattr(found, part, None)
             if found is self:
                 return name
-        return (Jitted, (self.fn, self.validate))
+        return (Jitted, (self.fn, self.validate, self.trust))
 
     def __get__(self, obj, objtype=None):
         # (@scg.jit on a method: the instance is the first argument, part of the key)
         return self if obj is None else types.MethodType(self, obj)
 
-    def _replay(self, entry, inputs):
+    def _replay(self, entry, inputs, leaves, traced):
         """The call's result, or _MISSED when a guard missed or an operation raised
         (the generators are then back where they were, and nothing was updated: effects
         run last; the call then runs afresh, which raises the error if there is one)."""
+        if not entry.check(leaves, traced):  # (something the recorded call read changed)
+            entry.misses += 1
+            entry.program = None
+            entry.last = None
+            entry.same_in_a_row = 0
+            return _MISSED
         keepers = entry.keepers
         saved = [save() for save, _ in keepers] if keepers else ()
         try:
@@ -225,7 +240,7 @@ class Jitted:
         self.stats["replays"] += 1
         return out if entry.built else pytree.unflatten(entry.out_def, list(out))
 
-    def _record(self, entry, args, kwargs, leaves, treedef):
+    def _record(self, entry, args, kwargs, leaves, treedef, objects):
         if any(isinstance(leaf, np.ndarray) and leaf.dtype.fields is not None
                for leaf in leaves):
             entry.refused = ("an argument is a structured array (its fields, read by name, "
@@ -234,11 +249,11 @@ class Jitted:
             return self.fn(*args, **kwargs)
         self.stats["recordings"] += 1
         entry.recordings += 1
-        reachable, python_generators = generators_reachable((self.fn, args, kwargs))
-        positions = [save_position(g) for g in reachable]
-        python_positions = [r.getstate() for r in python_generators]
+        # (the positions of the generators it reaches: a recording that fails runs afresh
+        # from the same positions)
+        reachable = generators_reachable((self.fn, args, kwargs))
+        positions = [save_position(g) for g in reachable]  # (a random.Random: getstate())
         global_random = global_random_position()
-        python_random = python_random_position()
         with new_level() as level:
             rec = _Recording(level)
             inputs = []
@@ -255,10 +270,17 @@ class Jitted:
                 else:
                     call_leaves.append(leaf)
             call_args, call_kwargs = pytree.unflatten(treedef, call_leaves)
+            arrays = [v.concrete for v in inputs]
+            # (a recording that would confirm the last one, which nothing it read has
+            # changed since, runs the same code: it needs no watching, and its guards
+            # are the last one's, which must still hold when it returns)
+            confirming = entry.last is not None and entry.check(leaves, arrays)
+            watch = _UNWATCHED if confirming else Watch(self._kinds, self._trusted)
             effects.push(rec)
             ACTIVE.rec = rec
             try:
-                out = self.fn(*call_args, **call_kwargs)
+                with watch:
+                    out = self.fn(*call_args, **call_kwargs)
             except Exception as error:
                 _stop(rec)
                 rec.open = False
@@ -269,18 +291,28 @@ class Jitted:
                     rec.run_effects()
                     raise
                 rec.restore_generators()  # (the run afresh draws what this one drew)
-                for g, position in zip(reachable, positions):
-                    restore_position(g, position)
-                for r, position in zip(python_generators, python_positions):
-                    r.setstate(position)
+                _restore(reachable, positions)
                 entry.failures += 1
                 if entry.failures >= 2:  # (once may be the input's fault: try again later)
                     entry.refused = entry.error
                 failed = True
             else:
                 failed = _opaque_result(out, rec)
+                guarded = None
+                if not failed and confirming:
+                    guarded = entry.check(leaves, arrays)  # (what it read is unchanged)
+                elif not failed:
+                    try:
+                        guarded = guards(self.fn, watch.ran, self._kinds, objects, arrays,
+                                         self._trusted)
+                    except Refused as reason:
+                        guarded = str(reason)
+                    if type(guarded) is tuple and guarded[2] is not None:
+                        rec.refuse(guarded[2])  # (its numbers may not be a fresh run's)
+                        failed = True
                 if failed:  # (results scg cannot look into: the call runs afresh)
                     rec.restore_generators()
+                    _restore(reachable, positions)
                     entry.refused = rec.invalid
                 else:
                     rec.run_effects()
@@ -291,34 +323,15 @@ class Jitted:
             # run afresh: an error of the function itself is raised there as usual
             self.stats["eager"] += 1
             return self.fn(*args, **kwargs)
+        # (numpy's generators draw in compiled code, which the profiler does not see)
         drawn = {id(g) for g, _ in rec.generators.values()}
-        outside, unused = None, False  # (random numbers drawn outside scg.sample while
-        # it was recorded)
-        if any(id(g) not in drawn and _position(g) != _same_form(before)
-               for g, before in zip(reachable, positions)):
-            outside = "draws from a numpy Generator itself (not through scg.sample)"
-        elif any(r.getstate() != p and r is not PYTHON_RANDOM
-                 for r, p in zip(python_generators, python_positions)):
-            outside = "draws from a random.Random it holds"
-        elif python_random_position() != python_random:
-            outside = "draws from Python's random module (random.random and the like)"
+        if any(id(g) not in drawn and _form(save_position(g)) != _form(p)
+               for g, p in zip(reachable, positions)):
+            rec.refuse("it draws from a generator itself (rng.normal(), not scg.sample): a "
+                       "replay would repeat its numbers")
         elif global_random_position() != global_random:
-            outside = "draws from numpy's global generator (np.random.*)"
-        if outside is None:
-            entry.outside = 0  # (three in a row stop the replays: see below)
-        else:
-            # (or another thread drew from it meanwhile: that recording is not used, and
-            # only recordings that see it again and again stop the replays for good)
-            entry.outside += 1
-            if entry.outside >= _OUTSIDE_DRAWS:
-                rec.refuse(f"the function {outside}, or another thread drew from it while "
-                           f"the function was recorded ({entry.outside} recordings in a "
-                           "row): a replay would repeat its numbers; draw with scg.sample "
-                           "or from a numpy Generator passed in")
-            else:
-                entry.error = f"while it was recorded, the function {outside}, or another " \
-                    "thread drew from it"
-                unused = True
+            rec.refuse("it draws from numpy's global generator (np.random.*): a replay would "
+                       "repeat its numbers")
         out_leaves, out_def = pytree.flatten_leaves(out)
         for o in out_leaves:
             if isinstance(o, Tracer) and type(o) is not Var:
@@ -328,19 +341,30 @@ class Jitted:
         result = pytree.unflatten(out_def, [
             (o.concrete.copy() if type(o.concrete) is np.ndarray else o.concrete)
             if type(o) is Var else o for o in out_leaves])
-        if rec.invalid is not None:
-            entry.refused = rec.invalid
+        reason = watch.denied or rec.invalid or (guarded if type(guarded) is str else None)
+        if reason is not None:
+            # (this recording is not used; a second one in a row that cannot be replayed,
+            # and the function runs afresh on every call: the first call may settle
+            # estimators, or take a branch later calls do not)
+            entry.denials += 1
+            entry.last, entry.same_in_a_row = None, 0
+            if entry.denials >= 2:
+                entry.refused = reason
+            else:
+                entry.error = f"its recording cannot be replayed: {reason}"
             return result
-        if unused:
-            return result
+        entry.denials = 0
         signature = _signature(rec, out_leaves, inputs)
-        if entry.last is not None and _same_signature(entry.last, signature):
+        if not confirming:  # (a watched recording: the first of a run of identical ones)
+            entry.check, entry.n_checks, _ = guarded
+            entry.last, entry.same_in_a_row = signature, 1
+        elif guarded and _same_signature(entry.last, signature):
             entry.same_in_a_row += 1
-        else:
-            if entry.last is not None:
-                entry.unstable = _difference(entry.last, signature)
-            entry.same_in_a_row = 1
-        entry.last = signature
+        else:  # (the next recording is watched again: it may run other code)
+            entry.unstable = _difference(entry.last, signature) if guarded else \
+                "it changes what it reads outside its arrays (a counter, a list it appends to)"
+            entry.last, entry.same_in_a_row = None, 0
+            return result
         entry.guards = [(kind, where) for _, kind, where in rec.guards]
         if entry.same_in_a_row >= self.validate:
             program, entry.source, entry.built = compile_program(rec, inputs, out_leaves,
@@ -358,17 +382,10 @@ class Jitted:
         lines = [f"scg.jit({getattr(self.fn, '__name__', self.fn)!r}): {self.stats['calls']} "
                  f"calls, {self.stats['replays']} replayed, {self.stats['recordings']} "
                  f"recorded, {self.stats['eager']} run without recording"]
-        if self._uncached and self._watch.reason is not None:
-            lines.append(f"  some calls ran afresh without a key: the function reads "
-                         f"{self._watch.reason}")
-        elif self._uncached:
-            lines.append("  some calls ran afresh without a key: the function reaches more "
-                         f"than {BUDGET} values (closures, globals, objects' attributes) or "
-                         "an object whose attribute lookup raises something else than "
-                         "AttributeError, an "
-                         f"argument could not be compared, or {_GIVE_UP} calls in a row had a "
-                         "structure or closure never seen before (a value the function "
-                         "closes over changes on every call: pass it as an argument)")
+        if self._uncached:
+            lines.append("  some calls ran afresh without a key: an argument could not be "
+                         f"compared (unhashable), or {_GIVE_UP} calls in a row had a "
+                         "structure never seen before")
         for k, e in enumerate(self._entries.values()):
             if e.program is not None:
                 state = (f"replayed ({e.replays} calls) from a program of {e.n_ops} "
@@ -385,6 +402,9 @@ class Jitted:
                 lines.append(f"    {e.error} (it ran afresh; the next call records again)")
             if e.misses:
                 lines.append(f"    {e.misses} replay(s) stopped by a guard and recorded again")
+            if e.n_checks:
+                lines.append(f"    guards {e.n_checks} value(s) it read outside its arrays "
+                             "(closure variables, globals, defaults, objects)")
             checks = list(dict.fromkeys(w for kind, w in e.guards if kind == "check"))
             if checks:
                 lines.append(f"    checked on every replay: {'; '.join(checks)}")
@@ -426,12 +446,30 @@ def _maybe_the_recording(error):
         type(error).__module__.startswith("numba")
 
 
-# ---------------------------------------------------------------- randomness outside scg
-def _position(g):
-    return _same_form(save_position(g))
+class _Unwatched:
+    """In place of a Watch, for a recording that confirms the last one."""
+
+    denied = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
 
 
-def _same_form(saved):
+_UNWATCHED = _Unwatched()
+
+
+def _restore(generators, positions):
+    for g, position in zip(generators, positions):
+        if isinstance(g, np.random.Generator):
+            restore_position(g, position)
+        elif g is not PYTHON_RANDOM:  # (its position compares, it does not restore)
+            g.setstate(position)
+
+
+def _form(saved):
     return saved if type(saved) is bytes else repr(saved)
 
 
@@ -584,6 +622,59 @@ def _freeze(treedef):
         return (kind, tuple(_freeze(c) for c in children))
     node = kind
     fixed = getattr(node, "fixed", None)
-    head = (type(node), getattr(node, "cls", None), getattr(node, "names", None),
-            fingerprint(fixed) if fixed is not None else None)
+    if fixed is not None:
+        fixed = tuple((_exact(k), _static_key(v)) for k, v in fixed.items())
+        if any(v is None for _, v in fixed):
+            raise TypeError("a field scg.jit cannot compare")  # (the call runs afresh)
+    head = (type(node), getattr(node, "cls", None), getattr(node, "names", None), fixed)
     return head + (tuple((k, _freeze(c)) for k, c in children),)
+
+
+_DOUBLE = struct.Struct("<d").pack
+_ATOMS = (int, float, bool, str, bytes, complex, type(None))
+_BY_IDENTITY = (types.BuiltinFunctionType, np.ufunc, np.dtype)
+
+
+def _atom(x):
+    """A Python atom as its exact type and bits: values that compare equal but compute
+    differently (0.0 and -0.0, 1, 1.0 and True, nans of another sign) are other keys."""
+    t = type(x)
+    if t is float:
+        return (float, _DOUBLE(x))
+    if t is complex:
+        return (complex, _DOUBLE(x.real), _DOUBLE(x.imag))
+    return (t, x)
+
+
+def _exact(v):
+    """A key in a form whose == is exact (atoms by type and bits, tuples of them)."""
+    t = type(v)
+    if t in _ATOMS:
+        return _atom(v)
+    if t is tuple:
+        return (t,) + tuple(_exact(u) for u in v)
+    if isinstance(v, np.generic):
+        return (type(v), v.dtype.str, v.tobytes())
+    return v
+
+
+def _exact_keys(x):
+    """A dict's keys in a form whose == is exact; None for string keys."""
+    if all(type(k) is str for k in x):
+        return None
+    return tuple(_exact(k) for k in x)
+
+
+def _static_key(x):
+    """A key for an argument that is not an array: atoms by type and bits, builtins,
+    ufuncs and dtypes by identity, tuples of them; None for any other object (a function,
+    a class, a module: compared by the guards)."""
+    t = type(x)
+    if t in _ATOMS:
+        return _atom(x)
+    if isinstance(x, _BY_IDENTITY):
+        return ("is", x)
+    if t is tuple or t is frozenset:
+        keys = tuple(_static_key(v) for v in x)
+        return None if any(k is None for k in keys) else (t, keys)
+    return None

@@ -953,6 +953,9 @@ def index(x, idx):
 
 
 def _untake(g, index, x_shape):
+    # (a per-draw index of discrete draws, floats holding integers: under scg.jit the
+    # vjp of gather passes the recorded draws as they are, and they become indices here)
+    index = tuple(_as_index(i) if type(i) is np.ndarray else i for i in index)
     out = np.zeros(x_shape, dtype=np.result_type(g, float))
     if all(type(i) in _BASIC_INDEX for i in index):
         out[index] = g  # a basic index selects each entry at most once

@@ -1,5 +1,7 @@
 """Expectations of models: their Monte Carlo value, gradient estimates, per-sample gradients."""
 
+import copy
+import functools
 import warnings
 
 import numpy as np
@@ -62,6 +64,22 @@ class Expectation:
         self.last_aux = None  # (has_aux=True: what the model returned beside its cost)
 
     @property
+    def last_trace(self):
+        """The trace of the last call: its sites (their draws) and costs. After a call
+        that scg.jit replayed, the recorded call's trace holding the replay's draws and
+        costs (its sites' log_prob() raise: they are not kept)."""
+        replayed = self.__dict__.get("_replayed")
+        if replayed is not None:
+            self._replayed = None
+            self._last_trace = _with_values(*replayed)
+        return self.__dict__.get("_last_trace")
+
+    @last_trace.setter
+    def last_trace(self, trace):
+        self._replayed = None
+        self._last_trace = trace
+
+    @property
     def states(self):
         """What each site keeps between calls (its baseline's and estimator's state):
         a `SiteStates`, saved with `copy.deepcopy(E.states)` and restored by assigning it."""
@@ -91,15 +109,15 @@ class Expectation:
             return out, self.last_aux
         return out
 
-    # what a call depends on besides its arguments (for scg.jit's key): the model, the
+    # what a call depends on besides its arguments (guarded by scg.jit): the model, the
     # number of draws, the generator (by identity), the estimators chosen so far
-    __fingerprint_attrs__ = ("model", "_n", "estimators", "rng", "_decisions", "_plan",
+    __jit_attrs__ = ("model", "_n", "estimators", "rng", "_decisions", "_plan",
                              "has_aux")
 
     def __getstate__(self):
         # the last trace holds the tape of the last call: not part of the expectation
         return {k: v for k, v in self.__dict__.items()
-                if k not in ("last_trace", "_model_generators")}
+                if k not in ("_last_trace", "_replayed", "_fresh", "_model_generators")}
 
     def __setstate__(self, state):
         if "states" in state:  # (pickled before `states` was a property)
@@ -148,6 +166,13 @@ class Expectation:
         self.last_trace = trace
         if self.has_aux:
             self.last_aux = pytree.tree_map(lambda leaf: _plain_aux(leaf, self.n), trace.aux)
+        if effects.sees_operations():  # (a recording: a replay leaves its own values)
+            aux, aux_def = pytree.flatten_leaves(self.last_aux) if self.has_aux else ([], None)
+            self._fresh = trace  # (the recorded call itself keeps its whole trace)
+            effects.after(_note_values, effects.State(self), effects.State(trace, own=True),
+                          effects.State(aux_def, own=True),
+                          *[strip(s.draw) for s in trace.sites.values()],
+                          *[strip(c.value) for c in trace.cost_sites.values()], *aux)
         return objective
 
     def _generators(self):
@@ -281,6 +306,49 @@ def _plain_aux(leaf, n):
 
 def _main_rows(x, n):
     return np.array(x[:n])
+
+
+def _note_values(E, trace, aux_def, *values):
+    """After a call of E (a replay's too): the values of its sites and costs, for
+    E.last_trace (made when read), and what the model returned beside its cost."""
+    if E.__dict__.get("_fresh") is trace:  # (the call that made the trace: it is whole)
+        E._fresh = None
+        return
+    if aux_def is not None:
+        k = len(trace.sites) + len(trace.cost_sites)
+        E.last_aux = pytree.unflatten(aux_def, list(values[k:]))
+    E._replayed = (trace, values)
+
+
+def _with_values(trace, values):
+    """A copy of `trace` whose sites' draws and costs hold `values` (see _note_values)."""
+    out = copy.copy(trace)
+    values = iter(values)
+    out.sites = {k: _site_with(s, next(values)) for k, s in trace.sites.items()}
+    out.cost_sites = {k: _site_with(c, next(values)) for k, c in trace.cost_sites.items()}
+    return out
+
+
+def _site_with(site, value):
+    site = copy.copy(site)
+    field = "draw" if hasattr(site, "draw") else "value"
+    old = getattr(site, field)
+    if isinstance(old, PerSample):
+        new = copy.copy(old)
+        new.value = value
+        value = new
+    setattr(site, field, value)
+    if hasattr(site, "_log_prob"):  # (a replay's log-probability is not kept: never the
+        # recorded call's in its place)
+        site._log_prob = None
+        site.log_prob = functools.partial(_not_kept, site.name)
+    return site
+
+
+def _not_kept(name):
+    raise ValueError(f"site {name!r}: after a call that scg.jit replayed, E.last_trace holds "
+                     "the draws and costs, not the log-probabilities; compute it from the "
+                     "site's distribution and value")
 
 
 def expectation(model, n=1, seed=None, estimators=None, has_aux=False):

@@ -243,4 +243,5 @@ def test_a_numpy_function_that_inspects_a_value_is_a_guarded_read():
     args = [np.array([0.1, 0.2])] * 3 + [np.array([1.0, 2.0])] * 3 + [np.array([0.1, 0.2])]
     for a in args:
         assert jitted(a) == f(a)
-    assert jitted.stats["replays"] >= 2
+    # (a switch of branch: the first recording of the other branch is watched again)
+    assert jitted.stats["replays"] >= 1 and "np.any" not in jitted.explain()

@@ -70,7 +70,7 @@ def test_jit_of_a_function_calling_a_jitted_function():
 
 def test_jit_of_a_function_calling_a_jitted_function_replays():
     """The inner jitted function's counters change on every call: not part of the outer
-    function's fingerprint."""
+    function's guards."""
     inner, outer, grad_outer = nested_jitted()
     for k in range(8):
         x = np.array([0.1, 0.5, -0.3]) * (k + 1)

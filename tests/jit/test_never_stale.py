@@ -247,9 +247,10 @@ def test_local_buffer_changed_after_use():
     check(f, [(np.ones(2) * (k + 1),) for k in range(4)])
 
 
-def _fingerprint_cases():
-    """name -> () -> (function, change): the function reads 2.0 somewhere its fingerprint
-    does not look; change() makes it read 3.0."""
+def _outside_cases():
+    """name -> () -> (function, change): the function reads 2.0 outside its arguments
+    (slots, a class or module attribute, a function attribute, long lists, collections'
+    dicts, sets, deep containers, a view of a large array); change() makes it read 3.0."""
     def slots():
         class S:
             __slots__ = ("s",)
@@ -316,12 +317,12 @@ def _fingerprint_cases():
         ordered_dict, default_dict, set_, deep, large_array_view)}
 
 
-FINGERPRINT_CASES = _fingerprint_cases()
+OUTSIDE_CASES = _outside_cases()
 
 
-@pytest.mark.parametrize("case", list(FINGERPRINT_CASES))
-def test_fingerprint_misses_a_change(case):
-    fn, change = FINGERPRINT_CASES[case]()
+@pytest.mark.parametrize("case", list(OUTSIDE_CASES))
+def test_a_change_outside_the_arguments_is_seen(case):
+    fn, change = OUTSIDE_CASES[case]()
     jf = scg.jit(fn)
     x = np.array([1.0, 2.0])
     for _ in range(4):

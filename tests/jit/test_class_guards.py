@@ -1,4 +1,4 @@
-"""scg.jit fingerprints of classes: a class's attributes changed after replays are seen.
+"""scg.jit guards on classes: a class's attributes changed after replays are seen.
 
 Classes reached through an instance, a global, a closure, another class's attribute or a
 metaclass; attributes added on a subclass, methods (dunder methods included) replaced on
@@ -85,7 +85,7 @@ class _Settings:
 
 def test_class_attribute_read_through_a_global_class_is_seen():
     """`x * _Settings.scale`; then `_Settings.scale = 5.0`: a class read as a global is
-    walked too, and the replay gives x * 5."""
+    guarded too, and the replay gives x * 5."""
     try:
         _stale_after(lambda x: x * _Settings.scale, lambda: setattr(_Settings, "scale", 5.0))
     finally:
@@ -94,7 +94,7 @@ def test_class_attribute_read_through_a_global_class_is_seen():
 
 def test_class_held_as_another_classes_attribute_is_seen():
     """A model class holding its configuration class (`cfg = Config`): the configuration
-    class is walked too, so Config.scale = 3.0 is seen."""
+    class is guarded too, so Config.scale = 3.0 is seen."""
     class Config:
         scale = 2.0
 
@@ -290,7 +290,7 @@ class _Sequence(list):
 ], ids=["dict_subclass_getitem", "dict_subclass_get", "list_subclass_getitem"])
 def test_a_container_subclass_whose_methods_read_a_global(container, use):
     """A dict or list subclass of the user's whose methods read a global: a change of
-    that global is seen (the class's methods are part of the fingerprint)."""
+    that global is seen (the globals of the code that ran are guarded)."""
     try:
         _stale_after(lambda x: use(container, x), lambda: _SOURCE.update(value=5.0))
     finally:
@@ -299,7 +299,7 @@ def test_a_container_subclass_whose_methods_read_a_global(container, use):
 
 def test_library_container_subclasses_still_replay():
     """OrderedDict, defaultdict and a namedtuple reached by the function replay as before
-    (only a user's own container classes are walked for their methods)."""
+    (only a user's own container classes are guarded by their methods)."""
     import collections
     point = collections.namedtuple("point", "a b")(2.0, 3.0)
     ordered = collections.OrderedDict(k=4.0)
