@@ -111,8 +111,7 @@ class Expectation:
 
     # what a call depends on besides its arguments (guarded by scg.jit): the model, the
     # number of draws, the generator (by identity), the estimators chosen so far
-    __jit_attrs__ = ("model", "_n", "estimators", "rng", "_decisions", "_plan",
-                             "has_aux")
+    __jit_attrs__ = ("model", "_n", "estimators", "rng", "_decisions", "_plan", "has_aux")
 
     def __getstate__(self):
         # the last trace holds the tape of the last call: not part of the expectation
