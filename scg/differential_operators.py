@@ -164,6 +164,13 @@ def _as_python_float(value):
     return float(value.item() if hasattr(value, "item") else value)
 
 
+def _as_python_float_finite(value):
+    value = _as_python_float(value)
+    if not math.isfinite(value):
+        raise FloatingPointError("the value is not finite")
+    return value
+
+
 def _finish_recorded(grads, shapes, distinct, constants=()):
     # (replayed on every call: float64 arrays of the right shapes, writeable and with
     # distinct memory owners, are returned as they are after the cheapest tests; the
@@ -280,8 +287,12 @@ def _gradient_function(fun, argnums, allow_unused, with_value, has_aux=False):
             return (gradient, fun.last_aux) if has_aux else gradient
         if not isinstance(value, Tracer):
             value = float(value.item() if hasattr(value, "item") else value)
-        elif value.floor:  # (under scg.jit: the same conversion, recorded)
-            value = effects.opaque(_as_python_float, value)
+            if not math.isfinite(value):  # (finite costs whose sum overflowed: averaged
+                # again, each divided by n first; gradients are not affected)
+                value = getattr(fun, "finite_value", lambda v: v)(value)
+        elif value.floor:  # (under scg.jit: the same conversion, recorded; a replay whose
+            # value is not finite runs afresh, where the value is averaged again)
+            value = effects.opaque(_as_python_float_finite, value)
         return ((value, fun.last_aux), gradient) if has_aux else (value, gradient)
 
     return gradient_function

@@ -174,6 +174,25 @@ class Expectation:
                           *[strip(c.value) for c in trace.cost_sites.values()], *aux)
         return objective
 
+    def finite_value(self, value):
+        """The value of the last call again where the mean of its finite costs overflowed:
+        each draw's total divided by n first (FloatingPointError naming the costs where
+        even that exceeds the largest float)."""
+        trace = self.last_trace
+        if trace is None or not trace.cost_sites:
+            return value
+        costs = [np.asarray(v, dtype=float) for v in trace.costs.values()]
+        if not all(np.all(np.isfinite(c)) for c in costs):
+            return value  # (a non-finite cost raised already, or is what it is)
+        with np.errstate(over="ignore"):
+            mean = float(np.sum([_mean_of_draws(c) for c in costs]))
+        if not np.isfinite(mean):
+            raise FloatingPointError(
+                f"the mean over the draws of the costs {', '.join(map(repr, trace.cost_sites))}"
+                " exceeds the largest float64 although each draw's cost is finite; scale the "
+                "costs down (e.g. measure them in larger units)")
+        return mean
+
     def _generators(self):
         """The numpy Generators the model reaches (looked for once: its closures change
         rarely, and the walk costs microseconds per call)."""

@@ -65,10 +65,6 @@ def _placed(g, shape, nf, own, slots, context, positions):
     return merge_rows(full, shape[:nf], positions)
 
 
-def _finite(x):
-    return bool(np.isfinite(strip(x)))
-
-
 def _require_one_number(term, site):
     """An estimator's term is one number: its part of the surrogate, already averaged
     over the draws (a hand-written estimator's mistake, named before it broadcasts)."""
@@ -347,17 +343,6 @@ class SurrogateContext:
             objective = R.multiply(R.sum_(total), 1.0 / self.n)
         else:
             objective = R.mean(total) if np.ndim(strip(total)) else total
-        if total is not None and np.ndim(strip(total)) and \
-                not effects.check(_finite, objective, "the mean of the costs is finite"):
-            # (finite costs whose sum overflows, after numpy's RuntimeWarning: each divided
-            # by n first; no np.errstate around the sum, which scg.jit cannot replay)
-            objective = R.sum_(R.multiply(total, 1.0 / self.n))
-            if not effects.check(_finite, objective, "the mean of the costs is finite"):
-                raise FloatingPointError(
-                    "the mean over the draws of the costs " + ", ".join(
-                        repr(c) for c in trace.cost_sites) + " exceeds the largest float64 "
-                    "although each draw's cost is finite; scale the costs down (e.g. measure "
-                    "them in larger units)")
         if self.first_order:
             for s in trace.sites.values():
                 term = s.estimator.term(s, self)
