@@ -39,11 +39,13 @@ _HEALTH = [HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_t
 if THOROUGH:
     FIRST_ORDER = settings(max_examples=3000, deadline=None, database=None,
                            suppress_health_check=_HEALTH, print_blob=True)
-    SECOND_ORDER = settings(FIRST_ORDER, max_examples=1000)
+    JIT = settings(FIRST_ORDER, max_examples=2000)
+    SECOND_ORDER = settings(FIRST_ORDER, max_examples=2000)
 else:
-    FIRST_ORDER = settings(max_examples=300, deadline=None, database=None, derandomize=True,
+    FIRST_ORDER = settings(max_examples=250, deadline=None, database=None, derandomize=True,
                            suppress_health_check=_HEALTH)
-    SECOND_ORDER = settings(FIRST_ORDER, max_examples=100)
+    JIT = settings(FIRST_ORDER, max_examples=120)
+    SECOND_ORDER = settings(FIRST_ORDER, max_examples=200)
 
 
 
@@ -53,7 +55,7 @@ def test_gradient_against_the_exact_one(model):
     event(harness.check_first_order(model))
 
 
-@FIRST_ORDER
+@JIT
 @given(models().filter(free_of_known_bugs("jit")))
 def test_jit_equals_eager_bit_for_bit(model):
     event(harness.check_jit(model))
