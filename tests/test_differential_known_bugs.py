@@ -173,3 +173,29 @@ def test_explain_agrees_with_a_bias_warning_of_rebar_across_a_jump():
     site = [line for line in E.last_trace.explain().splitlines()
             if line.strip().startswith(("unbiased", "biased"))]
     assert site and site[0].strip().startswith("biased"), site
+
+
+@pytest.mark.xfail(strict=True, reason=_reason("multi-sample-estimators-in-an-outer-plate"))
+def test_vimco_for_particles_in_an_outer_plate():
+    def model(theta):
+        with scg.plate("particles", 2, dim=-2):
+            x = scg.sample("x", scg.Bernoulli(logits=theta[0] + np.array([[0.2], [-0.3]])),
+                           estimator=scg.VIMCO())
+            log_w = x + theta[0]
+        scg.cost("bound", -scg.logmeanexp(log_w, plate="particles"))
+
+    g = scg.grad(scg.expectation(model, n=64, seed=0))(THETA)
+    assert np.all(np.isfinite(g))
+
+
+@pytest.mark.xfail(strict=True, reason=_reason("grpo-second-order-error-names-no-site"))
+def test_grpo_second_order_error_names_the_site():
+    def model(theta):
+        x = scg.sample("coin", scg.Bernoulli(logits=theta[0]),
+                       estimator=scg.Score(scg.baselines.GRPO()))
+        scg.cost("c", x)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", scg.BiasWarning)
+        with pytest.raises(scg.EstimatorError, match="'coin'"):
+            scg.hessian(scg.expectation(model, n=64, seed=0))(THETA)

@@ -453,6 +453,9 @@ class _Builder:
             return
         kind = draw(st.sampled_from(kinds))
         s = draw(st.sampled_from(inside))
+        normals = [o for o in inside if o.family == "Normal"]
+        if kind == "lme_iwae" and normals:
+            s = draw(st.sampled_from(normals))  # (a reparameterized proposal, as for DReG)
         name = self.fresh("c")
         lw = f"lw_{name}"
         body = self.feature(s)
@@ -503,6 +506,10 @@ class _Builder:
                 if not unsupported and _unsupported(ch.key, s, copying, exclusive, combined):
                     continue
                 options.append(ch.key)
+            # (the estimators of a multi-sample bound, where there is one, half the time)
+            special = [o for o in options if est.BY_KEY[o].needs]
+            if special and self.draw(st.booleans()):
+                options = special
             if exact and any(est.BY_KEY[o].exact for o in options):
                 options = [o for o in options if est.BY_KEY[o].exact]
             # (knowingly biased estimators now and then: they are checked for saying so)
@@ -551,7 +558,7 @@ def models(draw, max_top=3):
     for _ in range(draw(st.integers(1, max_top))):
         b.site("top", loop=draw(st.integers(0, 4)) == 4)
     b.costs("top", "top")
-    layout = draw(st.sampled_from(("none", "plate", "nested", "plate")))
+    layout = draw(st.sampled_from(("none", "plate", "nested", "plate", "nested")))
     if layout != "none":
         nested = layout == "nested"
         size = draw(st.integers(2, 3))
@@ -578,7 +585,7 @@ def models(draw, max_top=3):
                 else:
                     m.plates.pop()
                     p.dim = -1
-            if draw(st.booleans()):
+            if draw(st.integers(0, 2)) > 0:
                 b.combining_cost(p, "p", "after")
     if not m.costs:
         b.costs("top", "top")

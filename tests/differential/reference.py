@@ -28,7 +28,7 @@ POISSON_MAX_RATE = 2.0
 POISSON_SUPPORT = int(stats.poisson.isf(1e-13, POISSON_MAX_RATE)) + 2
 
 
-class ReferenceError_(Exception):
+class OutsideTheReference(Exception):
     """A generated model the reference cannot evaluate (a defect of the generator)."""
 
 
@@ -44,7 +44,7 @@ class PerState:
     def __init__(self, a):
         self.a = np.asarray(a)
         if self.a.ndim == 0:
-            raise ReferenceError_("a per-state value needs its state axis")
+            raise OutsideTheReference("a per-state value needs its state axis")
 
     @property
     def rank(self):
@@ -70,23 +70,23 @@ class PerState:
     def __array_function__(self, func, types, args, kwargs):
         impl = _FUNCTIONS.get(func)
         if impl is None:
-            raise ReferenceError_(f"the reference has no rule for np.{func.__name__}")
+            raise OutsideTheReference(f"the reference has no rule for np.{func.__name__}")
         return impl(*args, **kwargs)
 
     def __array__(self, dtype=None, copy=None):
-        raise ReferenceError_("a per-state value cannot become a plain array")
+        raise OutsideTheReference("a per-state value cannot become a plain array")
 
     def __getitem__(self, key):
         if isinstance(key, PerState):
             if self.a.shape[0] != 1:
-                raise ReferenceError_("a table indexed by a draw must not depend on draws")
+                raise OutsideTheReference("a table indexed by a draw must not depend on draws")
             return PerState(self.a[0][key.a])
         if not isinstance(key, tuple):
             key = (key,)
         if any(k is Ellipsis for k in key):
             return PerState(self.a[(slice(None),) + key])
         if any(isinstance(k, (PerState, np.ndarray)) for k in key):
-            raise ReferenceError_("the reference indexes by ints, slices, None and ...")
+            raise OutsideTheReference("the reference indexes by ints, slices, None and ...")
         return PerState(self.a[(slice(None),) + key])
 
     def __len__(self):
@@ -151,20 +151,20 @@ def _sum(x, axis=None, keepdims=False):
     else:
         axes = tuple(ax if ax < 0 else ax + 1 for ax in np.atleast_1d(axis))
         if any(ax >= 0 or -ax > x.rank for ax in axes):
-            raise ReferenceError_(f"sum over axis {axis} of a value of shape {x.shape}")
+            raise OutsideTheReference(f"sum over axis {axis} of a value of shape {x.shape}")
     return PerState(np.sum(x.a, axis=axes, keepdims=keepdims))
 
 
 def _einsum(subscripts, a, b):
     """The two contractions generated models use: '...i,i->...' and '...i,...i->...'."""
     if subscripts.replace(" ", "") not in ("...i,i->...", "...i,...i->..."):
-        raise ReferenceError_(f"the reference has no rule for einsum {subscripts!r}")
+        raise OutsideTheReference(f"the reference has no rule for einsum {subscripts!r}")
     return _sum(_apply(np.multiply, (a, b)), axis=-1)
 
 
 def _expand_dims(x, axis):
     if axis != -1:
-        raise ReferenceError_("expand_dims at the last axis only")
+        raise OutsideTheReference("expand_dims at the last axis only")
     return x[..., None]
 
 
@@ -176,7 +176,7 @@ def _plain(x):
     """The plain array of a value that must not depend on draws."""
     if isinstance(x, PerState):
         if x.a.shape[0] != 1:
-            raise ReferenceError_("a value that must be shared by all draws depends on draws")
+            raise OutsideTheReference("a value that must be shared by all draws depends on draws")
         return x.a[0]
     return np.asarray(x, dtype=float)
 
@@ -338,7 +338,7 @@ class Gamma(_Dist):
     def _concentration(self):
         a = _plain(self.params["concentration"])
         if np.ndim(a) != 0:
-            raise ReferenceError_("a Gamma concentration must be one number")
+            raise OutsideTheReference("a Gamma concentration must be one number")
         return float(a)
 
     def log_prob(self, value):
@@ -397,18 +397,18 @@ class Exact:
     @staticmethod
     def softmax(x, axis=-1):
         if axis != -1:
-            raise ReferenceError_("softmax over the last axis only")
+            raise OutsideTheReference("softmax over the last axis only")
         return _apply(lambda v: special.softmax(v, axis=-1), (x,))
 
     @staticmethod
     def take(table, index, axis=0):
         if axis != 0:
-            raise ReferenceError_("take along axis 0 only")
+            raise OutsideTheReference("take along axis 0 only")
         return PerState(np.take(_plain(table), _p(index).a, axis=0))
 
     def sample(self, name, dist, estimator=None, obs=None):
         if obs is not None:
-            raise ReferenceError_("observed sites are not generated")
+            raise OutsideTheReference("observed sites are not generated")
         batch = tuple(dist.batch_rank_shape())
         if self.grid is None:
             self.sites.append((name, dist, batch))
@@ -416,7 +416,7 @@ class Exact:
         else:
             index = self.grid[name]
             if index.shape[1:] != batch:
-                raise ReferenceError_(f"site {name!r} changed its shape between passes")
+                raise OutsideTheReference(f"site {name!r} changed its shape between passes")
         value = dist.value(index, self.nodes)
         if dist.discrete:
             lw = dist.log_prob(value)
@@ -442,7 +442,7 @@ class Exact:
         else:
             idx = np.asarray(self.subsamples[name])
             if len(idx) != subsample_size:
-                raise ReferenceError_(f"plate {name!r}: {len(idx)} indices given")
+                raise OutsideTheReference(f"plate {name!r}: {len(idx)} indices given")
             scale = size / subsample_size
         self.plates.append((name, len(idx), dim, scale))
         self.known_plates[name] = dim
@@ -453,7 +453,7 @@ class Exact:
 
     def logmeanexp(self, value, plate):
         if plate not in self.known_plates:
-            raise ReferenceError_(f"no plate {plate!r}")
+            raise OutsideTheReference(f"no plate {plate!r}")
         value = _p(value)
         dim = self.known_plates[plate]
         if value.rank < -dim:
@@ -493,7 +493,7 @@ def expectation(run, theta, nodes, subsamples=None, max_states=200_000):
     radices = [g for m, g in sizes for _ in range(m)]
     S = math.prod(radices)
     if S > max_states:
-        raise ReferenceError_(f"{S} joint states")
+        raise OutsideTheReference(f"{S} joint states")
     # mixed-radix digits of every state, one column per latent scalar
     digits = np.empty((S, len(radices)), dtype=np.intp)
     stride = 1
