@@ -48,7 +48,6 @@ else:
     SECOND_ORDER = settings(FIRST_ORDER, max_examples=200)
 
 
-
 @FIRST_ORDER
 @given(models().filter(free_of_known_bugs("first_order")))
 def test_gradient_against_the_exact_one(model):

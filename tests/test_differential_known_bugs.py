@@ -199,3 +199,17 @@ def test_grpo_second_order_error_names_the_site():
         warnings.simplefilter("ignore", scg.BiasWarning)
         with pytest.raises(scg.EstimatorError, match="'coin'"):
             scg.hessian(scg.expectation(model, n=64, seed=0))(THETA)
+
+
+@pytest.mark.xfail(strict=True, reason=_reason("log-prob-of-probs-categorical-taken-for-a-jump"))
+def test_log_prob_of_a_categorical_with_probs_is_no_jump():
+    def model(theta):
+        x = scg.sample("x", scg.Normal(theta[0], 1.0), estimator="pathwise")
+        q = scg.Categorical(probs=scg.softmax(x * np.array([0.0, 1.0, -0.5]), axis=-1))
+        scg.cost("c", q.log_prob(1))
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        scg.grad(scg.expectation(model, n=64, seed=0))(THETA)
+    assert not [w for w in caught if issubclass(w.category, scg.BiasWarning)], \
+        [str(w.message) for w in caught]
