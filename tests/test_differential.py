@@ -21,7 +21,8 @@ An scg.EstimatorError for a documented limitation (an estimator that does not se
 family or a structure) passes when it names a site; any other exception fails.
 
 The default run draws a fixed, derandomized set of models. SCG_THOROUGH=1 or
-`pytest --thorough` draws thousands. A failure shrinks to a minimal model and prints it
+`pytest --thorough` draws thousands; SCG_DIFFERENTIAL_LOG=path appends every failing model
+to a file as soon as it is found. A failure shrinks to a minimal model and prints it
 as code. Known, open bugs narrow the grammar (tests/differential/known_bugs.py).
 """
 
@@ -34,6 +35,7 @@ from tests.differential.grammar import models
 from tests.differential.known_bugs import free_of_known_bugs
 
 THOROUGH = os.environ.get("SCG_THOROUGH", "") not in ("", "0")
+LOG = os.environ.get("SCG_DIFFERENTIAL_LOG", "")
 _HEALTH = [HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large]
 
 if THOROUGH:
@@ -48,19 +50,31 @@ else:
     SECOND_ORDER = settings(FIRST_ORDER, max_examples=200)
 
 
+def _run(check, model):
+    """Run a check; with SCG_DIFFERENTIAL_LOG=path, every failing model (before
+    shrinking too) is appended to that file as it is found."""
+    try:
+        event(check(model))
+    except harness.Failure as failure:
+        if LOG:
+            with open(LOG, "a") as f:
+                f.write(f"==== {check.__name__}\n{failure}\n")
+        raise
+
+
 @FIRST_ORDER
 @given(models().filter(free_of_known_bugs("first_order")))
 def test_gradient_against_the_exact_one(model):
-    event(harness.check_first_order(model))
+    _run(harness.check_first_order, model)
 
 
 @JIT
 @given(models().filter(free_of_known_bugs("jit")))
 def test_jit_equals_eager_bit_for_bit(model):
-    event(harness.check_jit(model))
+    _run(harness.check_jit, model)
 
 
 @SECOND_ORDER
 @given(models().filter(free_of_known_bugs("second_order")))
 def test_hessian_against_the_exact_one_or_a_clear_error(model):
-    event(harness.check_second_order(model))
+    _run(harness.check_second_order, model)
