@@ -228,8 +228,11 @@ class Bernoulli(_Dist):
         if logits is not None:
             lp1, lp0 = _apply(_log_sigmoid, (logits,)), _apply(_log_sigmoid, (-logits,))
         else:
-            probs = self.params["probs"]
-            lp1, lp0 = np.log(probs), np.log(1.0 - probs)
+            # (a probability that rounds to 0 or 1 at a far quadrature node: its state
+            # has weight 0)
+            with np.errstate(divide="ignore"):
+                probs = self.params["probs"]
+                lp1, lp0 = np.log(probs), np.log(1.0 - probs)
         return _where(value > 0.5, lp1, lp0)
 
     def value(self, index, nodes):
@@ -247,7 +250,8 @@ class Categorical(_Dist):
         if self.params["logits"] is not None:
             return _apply(_log_softmax, (self.params["logits"],))
         p = self.params["probs"]
-        return _apply(lambda q: np.log(q / np.sum(q, axis=-1, keepdims=True)), (p,))
+        with np.errstate(divide="ignore"):
+            return _apply(lambda q: np.log(q / np.sum(q, axis=-1, keepdims=True)), (p,))
 
     @property
     def num_categories(self):
