@@ -1,0 +1,215 @@
+"""Minimal models of the bugs the differential tester found, one test each.
+
+Each is marked xfail(strict=True): it passes when the bug is fixed, which strict xfail
+reports as a failure, so that the test loses its mark and the matching entry of
+tests/differential/known_bugs.py (which keeps generated models away from the bug) is
+removed.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import scg
+
+from tests.differential.known_bugs import KNOWN_BUGS
+
+THETA = np.array([0.3])
+
+
+def _reason(name):
+    bug = next(b for b in KNOWN_BUGS if b.name == name)
+    return f"{bug.name}: {bug.description}"
+
+
+@pytest.mark.xfail(strict=True, reason=_reason("explain-antithetic-score-without-baseline"))
+def test_explain_of_an_antithetic_score_site_without_baseline():
+    def model(theta):
+        x = scg.sample("x", scg.Normal(theta[0], 1.0), estimator=scg.Score(antithetic=True))
+        scg.cost("c", x ** 2)
+
+    E = scg.expectation(model, n=100, seed=0)
+    scg.grad(E)(THETA)
+    assert "antithetic" in E.last_trace.explain()
+
+
+@pytest.mark.xfail(strict=True, reason=_reason("jit-traced-table-indexed-by-a-draw"))
+def test_jit_of_a_traced_table_indexed_by_a_draw():
+    def model(theta):
+        k = scg.sample("k", scg.Categorical(logits=np.array([0.2, -0.1, 0.0])))
+        scg.cost("c", (theta[0] * np.array([1.0, -0.5, 2.0]))[k])
+
+    E1 = scg.expectation(model, n=8, seed=0)
+    E2 = scg.expectation(model, n=8, seed=0)
+    eager, jitted = scg.grad(E1), scg.jit(scg.grad(E2))
+    for _ in range(4):
+        np.testing.assert_array_equal(jitted(THETA), eager(THETA))
+    assert jitted.stats["replays"] >= 1
+
+
+@pytest.mark.xfail(strict=True, reason=_reason("jit-gumbel-softmax-probs-never-replays"))
+def test_jit_replays_gumbel_softmax_with_probs():
+    def model(theta):
+        x = scg.sample("x", scg.Bernoulli(probs=scg.sigmoid(theta[0])),
+                       estimator=scg.GumbelSoftmax(temperature=0.5))
+        scg.cost("c", x ** 2)
+
+    jitted = scg.jit(scg.grad(scg.expectation(model, n=64, seed=0)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", scg.BiasWarning)
+        for _ in range(5):
+            jitted(THETA)
+    assert jitted.stats["replays"] >= 1, jitted.explain()
+
+
+@pytest.mark.xfail(strict=True, reason=_reason("rebar-learning-beside-another-copying-site"))
+def test_rebar_learning_beside_a_disarm_site():
+    def model(theta):
+        y = scg.sample("y", scg.Bernoulli(logits=theta[0]), estimator=scg.DisARM())
+        scg.sample("x", scg.Bernoulli(logits=theta[0]), estimator=scg.REBAR())
+        scg.cost("c", y)
+
+    # the REBAR site has no cost downstream: the gradient is DisARM's alone (as with
+    # learn=False), or scg.EstimatorError says the combination is not supported
+    try:
+        g = scg.grad(scg.expectation(model, n=64, seed=0))(THETA)
+    except scg.EstimatorError:
+        return
+    want = scg.grad(scg.expectation(
+        lambda th: scg.cost("c", scg.sample("y", scg.Bernoulli(logits=th[0]),
+                                            estimator=scg.DisARM())), n=64, seed=0))(THETA)
+    assert np.all(np.isfinite(g)) and g.shape == want.shape
+
+
+@pytest.mark.xfail(strict=True, reason=_reason("jit-copies-upstream-of-a-site-never-replay"))
+def test_jit_replays_a_measure_valued_site_upstream_of_another_site():
+    def model(theta):
+        x = scg.sample("x", scg.Bernoulli(logits=theta[0]), estimator=scg.MeasureValued())
+        y = scg.sample("y", scg.Normal(theta[0] + 0.5 * x, 1.0))
+        scg.cost("c", x + y)
+
+    E1 = scg.expectation(model, n=64, seed=0)
+    E2 = scg.expectation(model, n=64, seed=0)
+    eager, jitted = scg.value_and_grad(E1), scg.jit(scg.value_and_grad(E2))
+    for _ in range(6):
+        (v1, g1), (v2, g2) = eager(THETA), jitted(THETA)
+        assert v1 == v2 and np.array_equal(g1, g2)
+    assert jitted.stats["replays"] >= 1, jitted.explain()
+
+
+@pytest.mark.xfail(strict=True, reason=_reason("jit-gamma-pathwise-last-bit"))
+def test_jit_of_a_pathwise_gamma_site_is_bit_for_bit():
+    def model(theta):
+        x = scg.sample("x", scg.Gamma(2.0, np.exp(theta[0])), estimator="pathwise")
+        scg.cost("c", x ** 2)
+
+    for seed in range(4):
+        E1 = scg.expectation(model, n=64, seed=seed)
+        E2 = scg.expectation(model, n=64, seed=seed)
+        eager, jitted = scg.value_and_grad(E1), scg.jit(scg.value_and_grad(E2))
+        for _ in range(6):
+            (v1, g1), (v2, g2) = eager(THETA), jitted(THETA)
+            assert v1 == v2
+            assert np.array_equal(g1, g2), (g1, g2, g1 - g2)
+
+
+@pytest.mark.xfail(strict=True, reason=_reason("jit-unordered-set-probs-never-replays"))
+def test_jit_replays_unordered_set_with_probs():
+    def model(theta):
+        probs = scg.softmax(theta[0] * np.array([0.0, 1.0, -0.5]), axis=-1)
+        k = scg.sample("k", scg.Categorical(probs=probs), estimator=scg.UnorderedSet(2))
+        scg.cost("c", 1.0 * k)
+
+    jitted = scg.jit(scg.value_and_grad(scg.expectation(model, n=64, seed=0)))
+    for _ in range(6):
+        jitted(THETA)
+    assert jitted.stats["replays"] >= 1, jitted.explain()
+
+
+@pytest.mark.xfail(strict=True, reason=_reason("jit-rebar-learning-last-bit"))
+def test_jit_of_rebar_learning_in_a_plate_is_bit_for_bit():
+    def model(theta):
+        with scg.plate("p", 2):
+            x = scg.sample("x", scg.Bernoulli(logits=theta[0] + np.array([0.2, -0.3])),
+                           estimator=scg.REBAR(lr=0.05))
+            scg.cost("c", x + theta[0])
+
+    for seed in range(6):
+        E1 = scg.expectation(model, n=64, seed=seed)
+        E2 = scg.expectation(model, n=64, seed=seed)
+        eager, jitted = scg.value_and_grad(E1), scg.jit(scg.value_and_grad(E2))
+        for _ in range(8):
+            (v1, g1), (v2, g2) = eager(THETA), jitted(THETA)
+            assert v1 == v2
+            assert np.array_equal(g1, g2), (g1, g2, g1 - g2)
+
+
+@pytest.mark.xfail(strict=True, reason=_reason("gumbel-softmax-log-prob-of-the-relaxed-value"))
+def test_log_prob_of_a_gumbel_softmax_relaxed_value():
+    def model(theta):
+        q = scg.Bernoulli(logits=theta[0])
+        x = scg.sample("x", q, estimator=scg.GumbelSoftmax(temperature=0.5))
+        scg.cost("c", q.log_prob(x))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", scg.BiasWarning)
+        g = scg.grad(scg.expectation(model, n=64, seed=0))(THETA)
+    assert np.all(np.isfinite(g))
+
+
+@pytest.mark.xfail(strict=True, reason=_reason("explain-says-unbiased-after-a-bias-warning"))
+def test_explain_agrees_with_a_bias_warning_of_rebar_across_a_jump():
+    def model(theta):
+        x = scg.sample("x", scg.Bernoulli(logits=theta[0]),
+                       estimator=scg.REBAR(temperature=0.5, scale=1.0, learn=False))
+        scg.cost("c", np.where(x > 0.5, theta[0], 0.5 * theta[0]))
+
+    E = scg.expectation(model, n=100, seed=0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        scg.grad(E)(THETA)
+    assert any(issubclass(w.category, scg.BiasWarning) for w in caught)
+    site = [line for line in E.last_trace.explain().splitlines()
+            if line.strip().startswith(("unbiased", "biased"))]
+    assert site and site[0].strip().startswith("biased"), site
+
+
+@pytest.mark.xfail(strict=True, reason=_reason("multi-sample-estimators-in-an-outer-plate"))
+def test_vimco_for_particles_in_an_outer_plate():
+    def model(theta):
+        with scg.plate("particles", 2, dim=-2):
+            x = scg.sample("x", scg.Bernoulli(logits=theta[0] + np.array([[0.2], [-0.3]])),
+                           estimator=scg.VIMCO())
+            log_w = x + theta[0]
+        scg.cost("bound", -scg.logmeanexp(log_w, plate="particles"))
+
+    g = scg.grad(scg.expectation(model, n=64, seed=0))(THETA)
+    assert np.all(np.isfinite(g))
+
+
+@pytest.mark.xfail(strict=True, reason=_reason("grpo-second-order-error-names-no-site"))
+def test_grpo_second_order_error_names_the_site():
+    def model(theta):
+        x = scg.sample("coin", scg.Bernoulli(logits=theta[0]),
+                       estimator=scg.Score(scg.baselines.GRPO()))
+        scg.cost("c", x)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", scg.BiasWarning)
+        with pytest.raises(scg.EstimatorError, match="'coin'"):
+            scg.hessian(scg.expectation(model, n=64, seed=0))(THETA)
+
+
+@pytest.mark.xfail(strict=True, reason=_reason("log-prob-of-probs-categorical-taken-for-a-jump"))
+def test_log_prob_of_a_categorical_with_probs_is_no_jump():
+    def model(theta):
+        x = scg.sample("x", scg.Normal(theta[0], 1.0), estimator="pathwise")
+        q = scg.Categorical(probs=scg.softmax(x * np.array([0.0, 1.0, -0.5]), axis=-1))
+        scg.cost("c", q.log_prob(1))
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        scg.grad(scg.expectation(model, n=64, seed=0))(THETA)
+    assert not [w for w in caught if issubclass(w.category, scg.BiasWarning)], \
+        [str(w.message) for w in caught]
