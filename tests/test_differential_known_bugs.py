@@ -1,9 +1,9 @@
 """Minimal models of the bugs the differential tester found, one test each.
 
-Each is marked xfail(strict=True): it passes when the bug is fixed, which strict xfail
-reports as a failure, so that the test loses its mark and the matching entry of
-tests/differential/known_bugs.py (which keeps generated models away from the bug) is
-removed.
+A bug still open is marked xfail(strict=True): it passes when the bug is fixed, which
+strict xfail reports as a failure, so that the test loses its mark and the matching entry
+of tests/differential/known_bugs.py (which keeps generated models away from the bug) is
+removed. The tests without a mark are the bugs fixed since: they stay, as regressions.
 """
 
 import warnings
@@ -23,7 +23,6 @@ def _reason(name):
     return f"{bug.name}: {bug.description}"
 
 
-@pytest.mark.xfail(strict=True, reason=_reason("explain-antithetic-score-without-baseline"))
 def test_explain_of_an_antithetic_score_site_without_baseline():
     def model(theta):
         x = scg.sample("x", scg.Normal(theta[0], 1.0), estimator=scg.Score(antithetic=True))
@@ -34,7 +33,6 @@ def test_explain_of_an_antithetic_score_site_without_baseline():
     assert "antithetic" in E.last_trace.explain()
 
 
-@pytest.mark.xfail(strict=True, reason=_reason("jit-traced-table-indexed-by-a-draw"))
 def test_jit_of_a_traced_table_indexed_by_a_draw():
     def model(theta):
         k = scg.sample("k", scg.Categorical(logits=np.array([0.2, -0.1, 0.0])))
@@ -48,7 +46,6 @@ def test_jit_of_a_traced_table_indexed_by_a_draw():
     assert jitted.stats["replays"] >= 1
 
 
-@pytest.mark.xfail(strict=True, reason=_reason("jit-gumbel-softmax-probs-never-replays"))
 def test_jit_replays_gumbel_softmax_with_probs():
     def model(theta):
         x = scg.sample("x", scg.Bernoulli(probs=scg.sigmoid(theta[0])),
@@ -63,7 +60,6 @@ def test_jit_replays_gumbel_softmax_with_probs():
     assert jitted.stats["replays"] >= 1, jitted.explain()
 
 
-@pytest.mark.xfail(strict=True, reason=_reason("rebar-learning-beside-another-copying-site"))
 def test_rebar_learning_beside_a_disarm_site():
     def model(theta):
         y = scg.sample("y", scg.Bernoulli(logits=theta[0]), estimator=scg.DisARM())
@@ -114,7 +110,6 @@ def test_jit_of_a_pathwise_gamma_site_is_bit_for_bit():
             assert np.array_equal(g1, g2), (g1, g2, g1 - g2)
 
 
-@pytest.mark.xfail(strict=True, reason=_reason("jit-unordered-set-probs-never-replays"))
 def test_jit_replays_unordered_set_with_probs():
     def model(theta):
         probs = scg.softmax(theta[0] * np.array([0.0, 1.0, -0.5]), axis=-1)
@@ -145,7 +140,6 @@ def test_jit_of_rebar_learning_in_a_plate_is_bit_for_bit():
             assert np.array_equal(g1, g2), (g1, g2, g1 - g2)
 
 
-@pytest.mark.xfail(strict=True, reason=_reason("gumbel-softmax-log-prob-of-the-relaxed-value"))
 def test_log_prob_of_a_gumbel_softmax_relaxed_value():
     def model(theta):
         q = scg.Bernoulli(logits=theta[0])
@@ -158,7 +152,6 @@ def test_log_prob_of_a_gumbel_softmax_relaxed_value():
     assert np.all(np.isfinite(g))
 
 
-@pytest.mark.xfail(strict=True, reason=_reason("explain-says-unbiased-after-a-bias-warning"))
 def test_explain_agrees_with_a_bias_warning_of_rebar_across_a_jump():
     def model(theta):
         x = scg.sample("x", scg.Bernoulli(logits=theta[0]),
@@ -175,7 +168,6 @@ def test_explain_agrees_with_a_bias_warning_of_rebar_across_a_jump():
     assert site and site[0].strip().startswith("biased"), site
 
 
-@pytest.mark.xfail(strict=True, reason=_reason("multi-sample-estimators-in-an-outer-plate"))
 def test_vimco_for_particles_in_an_outer_plate():
     def model(theta):
         with scg.plate("particles", 2, dim=-2):
@@ -188,7 +180,6 @@ def test_vimco_for_particles_in_an_outer_plate():
     assert np.all(np.isfinite(g))
 
 
-@pytest.mark.xfail(strict=True, reason=_reason("grpo-second-order-error-names-no-site"))
 def test_grpo_second_order_error_names_the_site():
     def model(theta):
         x = scg.sample("coin", scg.Bernoulli(logits=theta[0]),
@@ -201,7 +192,6 @@ def test_grpo_second_order_error_names_the_site():
             scg.hessian(scg.expectation(model, n=64, seed=0))(THETA)
 
 
-@pytest.mark.xfail(strict=True, reason=_reason("log-prob-of-probs-categorical-taken-for-a-jump"))
 def test_log_prob_of_a_categorical_with_probs_is_no_jump():
     def model(theta):
         x = scg.sample("x", scg.Normal(theta[0], 1.0), estimator="pathwise")

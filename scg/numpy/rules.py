@@ -1154,6 +1154,10 @@ def take(x, indices, axis=None):
         return index(reshape(x, (-1,)), (indices,))
     return index(x, (slice(None),) * (axis % ndim(x)) + (indices,))
 untake = prim("untake", _untake)
+# (gather's transpose with the traced index arrays as arguments of their own, as gather
+# takes them: a tracer of those arrays, scg.jit's recorded draws, sees the call)
+untake_at = prim("untake_at", lambda g, template, x_shape, *arrays:
+                 _untake(g, _fill(template, arrays), x_shape))
 
 
 def _batch_take_along_axis(prim, args, kwargs, batched):
@@ -1209,7 +1213,8 @@ put_along_axis_add = prim("put_along_axis_add", _put_along_axis_add)
 
 defvjp(getitem, lambda g, ans, x, index: untake(g, index, shape(x)))
 defvjp(untake, lambda g, ans, y, index, x_shape: getitem(g, index))
-defvjp(gather, lambda g, ans, x, template, *arrays: untake(g, _fill(template, arrays), shape(x)))
+defvjp(gather, lambda g, ans, x, template, *arrays: untake_at(g, template, shape(x), *arrays))
+defvjp(untake_at, lambda g, ans, y, template, x_shape, *arrays: gather(g, template, *arrays))
 defvjp(take_along_axis, lambda g, ans, x, indices, axis:
        put_along_axis_add(g, indices, shape(x), axis))
 defvjp(put_along_axis_add, lambda g, ans, y, indices, x_shape, axis:
