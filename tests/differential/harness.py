@@ -286,6 +286,8 @@ def check_second_order(model):
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", scg.VarianceWarning)
+                # (a bias warning of the model, across a jump, is checked at first order)
+                warnings.simplefilter("ignore", scg.BiasWarning)
                 scg.hessian(E)(theta)
         except scg.EstimatorError as error:
             estimator_error_is_clear(error, model)
@@ -350,8 +352,30 @@ def _t(got, want):
 
 
 # ------------------------------------------------------------------- jit
+GRADIENT_ULPS = 4
+
+
+def _same_value_near_gradient(a, b):
+    """The value bit for bit; the gradient within GRADIENT_ULPS units in the last place of
+    its largest coordinate. (A recorded call's backward pass runs the traced rules where
+    eager runs their plain twins, which may round differently in the last bit: the known
+    limit that tests/jit/test_replay_equals_eager.py keeps as a strict xfail, and
+    tests/test_differential_known_bugs.py for a pathwise Gamma and REBAR learning.)"""
+    (va, ga), (vb, gb) = a, b
+    if not same_bits(va, vb):
+        return False
+    ga, gb = np.asarray(ga), np.asarray(gb)
+    if ga.shape != gb.shape or ga.dtype != gb.dtype:
+        return False
+    if not (np.all(np.isfinite(ga)) and np.all(np.isfinite(gb))):
+        return same_bits(ga, gb)
+    scale = np.max(np.abs(ga), initial=0.0)
+    return bool(np.all(np.abs(ga - gb) <= GRADIENT_ULPS * np.spacing(scale)))
+
+
 def check_jit(model):
-    """scg.jit of value_and_grad equals eager bit for bit, call after call."""
+    """scg.jit of value_and_grad equals eager call after call: the value bit for bit, the
+    gradient to its last bits (see _same_value_near_gradient)."""
     compiled = Compiled(model.to_code())
     theta = np.array(model.theta)
     E1 = scg.expectation(compiled.model(scg), n=JIT_N, seed=model.seed)
@@ -361,7 +385,7 @@ def check_jit(model):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", scg.BiasWarning)
         warnings.simplefilter("ignore", scg.VarianceWarning)
-        bad = agree(eager, jitted, [(theta,)] * JIT_CALLS, same=same_bits)
+        bad = agree(eager, jitted, [(theta,)] * JIT_CALLS, same=_same_value_near_gradient)
     if bad:
         raise Failure(_describe(model) + f"\nscg.jit differs from eager: {bad}"
                       f"\n{jitted.explain()}")

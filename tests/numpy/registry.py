@@ -263,7 +263,9 @@ REGISTRY = {
     R.getitem: [Case(lambda a, index: a[index], GETITEM),
                 Case(lambda a, index: a[index] ** 2, GETITEM, name="squared")],
     R.gather: [Case(lambda a, index: R.gather(a, (slice(None), R.SLOT), index),
-                    fixed((((2, 3),), {"index": np.array([2, 0, 2])})))],
+                    fixed((((2, 3),), {"index": np.array([2, 0, 2])}))),
+               Case(lambda a, index: R.gather(a, (slice(None), R.SLOT), index) ** 2,
+                    fixed((((2, 3),), {"index": np.array([2, 0, 2])})), name="squared")],
     # casts between floating types (x.astype): the derivative is carried through
     R.cast: [unary(lambda a: a.astype(np.longdouble).astype(np.float64) * a,
                    name="astype to long double and back")],
