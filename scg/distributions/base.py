@@ -138,7 +138,7 @@ class Distribution:
         last = self.__dict__.get("_last_log_prob")
         if last is None or last[1] is not _held(value):
             return None
-        state = _state(self)
+        state = state_of(self)
         if len(last[2]) != len(state) or not all(a is b for a, b in zip(last[2], state)):
             return None
         return last[3]
@@ -375,7 +375,7 @@ def _reuse_last(log_prob):
             lp = law.log_prob(self, value, log_prob)
             if lp is not None:
                 return lp
-        state = _state(self)
+        state = state_of(self)
         last = self.__dict__.get("_last_log_prob")
         if last is not None and last[0] is log_prob and last[1] is _held(value) and \
                 len(last[2]) == len(state) and all(a is b for a, b in zip(last[2], state)):
@@ -400,7 +400,8 @@ def _is_per_draw(value):
     return isinstance(value, Tracer) and type(value) is not Box
 
 
-def _state(dist):
+def state_of(dist):
+    """The values of the distribution's attributes (an attribute set since: another one)."""
     return tuple(v for k, v in vars(dist).items() if k != "_last_log_prob")
 
 

@@ -69,9 +69,7 @@ class Proposal:
     def log_prob_held(self, dist, value, log_prob):
         """log q(value) with q's parameters held fixed (no derivative through them)."""
         self.log_prob_seen = True
-        held = {k: (None if v is None else R.stop_gradient(v))
-                for k, v in family_of(dist).params.items()}
-        return log_prob(dist._rebuild(held), value)
+        return log_prob_with_params_held(dist, value, log_prob)
 
     def fill(self, bound, weights, other_plates=()):
         """The bound over the particles' plate reached: w~ (rows, *other plates, K) laid
@@ -86,6 +84,15 @@ class Proposal:
             shape[1 + self.batch_ndim + k.dim] = k.size
         moved = R.transpose(weights, (0,) + tuple(1 + k for k in order))
         self.factor.value = R.reshape(moved, tuple(shape))
+
+
+def log_prob_with_params_held(dist, value, log_prob):
+    """log_prob(dist, value) with the distribution's parameters held fixed: its derivative
+    flows through the value only (DReG's proposal, and log q at a site's own draw in an
+    ELBO, scg/stochastic/zero_mean.py)."""
+    held = {k: (None if v is None else R.stop_gradient(v))
+            for k, v in family_of(dist).params.items()}
+    return log_prob(dist._rebuild(held), value)
 
 
 def normalized_weights(w):

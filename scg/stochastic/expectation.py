@@ -175,23 +175,13 @@ class Expectation:
         return objective
 
     def finite_value(self, value):
-        """The value of the last call again where the mean of its finite costs overflowed:
-        each draw's total divided by n first (FloatingPointError naming the costs where
-        even that exceeds the largest float)."""
+        """The value of the last call again where the mean of its finite costs overflowed
+        (see _mean_of_costs)."""
         trace = self.last_trace
         if trace is None or not trace.cost_sites:
             return value
-        costs = [np.asarray(v, dtype=float) for v in trace.costs.values()]
-        if not all(np.all(np.isfinite(c)) for c in costs):
-            return value  # (a non-finite cost raised already, or is what it is)
-        with np.errstate(over="ignore"):
-            mean = float(np.sum([_mean_of_draws(c) for c in costs]))
-        if not np.isfinite(mean):
-            raise FloatingPointError(
-                f"the mean over the draws of the costs {', '.join(map(repr, trace.cost_sites))}"
-                " exceeds the largest float64 although each draw's cost is finite; scale the "
-                "costs down (e.g. measure them in larger units)")
-        return mean
+        return _mean_of_costs(tuple(trace.cost_sites),
+                              *[np.asarray(v, dtype=float) for v in trace.costs.values()])
 
     def _generators(self):
         """The numpy Generators the model reaches (looked for once: its closures change
@@ -269,16 +259,27 @@ def _without_variance(trace):
 
 def _plain_mean(trace):
     """The Monte Carlo estimate when nothing is differentiated: the mean total cost."""
-    total = sum(trace.costs.values()) if trace.cost_sites else np.zeros(trace.n)
-    return effects.opaque(_mean_as_float, total), []  # (under scg.jit: recorded)
+    costs = list(trace.costs.values()) if trace.cost_sites else [np.zeros(trace.n)]
+    # (under scg.jit: one recorded operation)
+    return effects.opaque(_mean_of_costs, tuple(trace.cost_sites), *costs), []
 
 
-def _mean_as_float(total):
+def _mean_of_costs(names, *costs):
+    """The mean over the draws of the costs' per-draw total, as a float. Where finite
+    costs overflow that sum, each cost's mean is taken with its values divided by n first;
+    FloatingPointError naming the costs where even that exceeds the largest float."""
+    with np.errstate(over="ignore"):
+        total = sum(costs)
     mean = float(_mean_of_draws(np.asarray(total, dtype=float)))
-    if not np.isfinite(mean) and np.all(np.isfinite(total)):
-        raise FloatingPointError("the mean over the draws of the costs exceeds the largest "
-                                 "float64 although each draw's cost is finite; scale the "
-                                 "costs down (e.g. measure them in larger units)")
+    if np.isfinite(mean) or not all(np.all(np.isfinite(c)) for c in costs):
+        return mean
+    with np.errstate(over="ignore"):
+        mean = float(np.sum([_mean_of_draws(np.asarray(c, dtype=float)) for c in costs]))
+    if not np.isfinite(mean):
+        raise FloatingPointError(
+            f"the mean over the draws of the costs {', '.join(map(repr, names))} exceeds the "
+            "largest float64 although each draw's cost is finite; scale the costs down (e.g. "
+            "measure them in larger units)")
     return mean
 
 

@@ -61,15 +61,14 @@ def mask(condition):
             yield
             return
         condition = np.bool_(False)
-    elif not isinstance(condition, Tracer):
-        condition = np.asarray(condition)
-        if condition.dtype != np.bool_:
-            raise TypeError(f"scg.mask needs a boolean condition (a comparison, or True / "
-                            f"False), got values of dtype {condition.dtype}")
-    elif strip(condition).dtype != np.bool_:  # (a held value's dtype: no read of it)
-        raise TypeError(f"scg.mask needs a boolean condition (a comparison of draws, "
-                        "combined with &, |, ~), got values of dtype "
-                        f"{strip(condition).dtype}")
+    else:
+        if not isinstance(condition, Tracer):
+            condition = np.asarray(condition)
+        dtype = strip(condition).dtype  # (a held value's dtype: no read of it)
+        if dtype != np.bool_:
+            raise TypeError(f"scg.mask needs a boolean condition (a comparison of draws, "
+                            f"combined with &, |, ~, or True / False), got values of dtype "
+                            f"{dtype}")
     handler = MaskHandler(condition)
     effects.push(handler)
     try:

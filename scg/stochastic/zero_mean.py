@@ -18,9 +18,9 @@ unbiased): under a nested derivative the law gives the plain log-probability.
 """
 
 from ..core.tape import Box, Tracer
-from ..distributions.base import _state, family_of
+from ..distributions.base import family_of, state_of
 from ..errors import EstimatorError
-from ..numpy import rules as R
+from ..estimators.dreg import log_prob_with_params_held
 from .copies import Replan
 from .persample import PerSample
 
@@ -39,7 +39,7 @@ class HeldLogProb:
         self.name = name
         self.family = family_of(given)
         self.params = dict(self.family.params)
-        self.state = _state(self.family)  # (an attribute set since: another distribution)
+        self.state = state_of(self.family)  # (an attribute set since: another distribution)
         self.run = run
         self.stl = stl  # (Pathwise(stl=True): a use it cannot serve is an error)
         self.last = None  # (the value and what it gave: the same object for the same draw)
@@ -48,7 +48,7 @@ class HeldLogProb:
         """Is `dist` the site's own distribution (the same family and parameter objects)?"""
         fam = family_of(dist)
         if fam is self.family:
-            state = _state(fam)
+            state = state_of(fam)
             return len(state) == len(self.state) and all(
                 a is b for a, b in zip(state, self.state))
         if type(fam) is not type(self.family):
@@ -64,9 +64,7 @@ class HeldLogProb:
         key = getattr(value, "value", None)
         if self.last is not None and self.last[0] is key and self.last[1] is log_prob:
             return self.last[2]
-        held = {k: (None if v is None else R.stop_gradient(v))
-                for k, v in family_of(dist).params.items()}
-        lp = log_prob(dist._rebuild(held), value)
+        lp = log_prob_with_params_held(dist, value, log_prob)
         if isinstance(lp, PerSample):
             lp.held = frozenset({self.name})
         self.last = (key, log_prob, lp)
