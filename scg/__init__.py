@@ -9,10 +9,11 @@ from .distributions import *  # noqa: F401,F403  (every family: scg.Normal, scg.
 from .errors import (BiasWarning, EstimatorError, NoGradientPathError, RandomnessWarning, VarianceWarning,
                      TracingError)
 from .estimators import (REBAR, RELAX, VIMCO, DisARM, Enumerate, Estimator, GumbelSoftmax,
-                         MeasureValued, Pathwise, Score, UnorderedSet, baselines)
+                         Marginalize, MeasureValued, Pathwise, Score, UnorderedSet, baselines)
 from .stochastic.expectation import Expectation, GradSamples, expectation, trace
 from .stochastic.multisample import logmeanexp
 from .stochastic.sites import blackbox, cost, plate, sample
+from .stochastic.marginal import factor, markov
 from .stochastic.masks import all_ as all, mask  # noqa: A001  (scg.all, as np.all)
 from .stochastic.trace import Trace
 from .numpy.rules import (log_softmax, logsumexp, relu, sigmoid, softmax, softplus,
@@ -21,10 +22,10 @@ from .numpy.rules import (log_softmax, logsumexp, relu, sigmoid, softmax, softpl
 __all__ = list(distributions.__all__) + [
     "grad", "value_and_grad", "jit", "jacobian", "hessian", "hvp", "stop_gradient",
     "sigmoid", "softplus", "relu", "logsumexp", "softmax", "log_softmax", "take",
-    "sample", "cost", "plate", "mask", "all", "blackbox", "logmeanexp", "expectation", "grad_samples",
+    "sample", "cost", "factor", "markov", "plate", "mask", "all", "blackbox", "logmeanexp", "expectation", "grad_samples",
     "trace", "VIMCO", "REBAR", "RELAX", "UnorderedSet",
     "Expectation", "GradSamples", "Trace", "Pathwise", "Score", "Enumerate", "DisARM",
-    "GumbelSoftmax", "MeasureValued", "baselines",
+    "GumbelSoftmax", "Marginalize", "MeasureValued", "baselines",
     "TracingError", "EstimatorError", "NoGradientPathError", "BiasWarning", "RandomnessWarning",
 ]
 

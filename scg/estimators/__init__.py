@@ -8,6 +8,7 @@ from .base import Estimator
 from .disarm import DisARM
 from .enumerate import Enumerate
 from .gumbel_softmax import GumbelSoftmax
+from .marginalize import Marginalize
 from .measure_valued import MeasureValued
 from .pathwise import Pathwise
 from .rebar import REBAR
@@ -37,5 +38,5 @@ def as_estimator(spec):
                      f"got {spec!r}")
 
 
-__all__ = ["DisARM", "Enumerate", "Estimator", "GumbelSoftmax", "MeasureValued", "Pathwise",
+__all__ = ["DisARM", "Enumerate", "Estimator", "GumbelSoftmax", "Marginalize", "MeasureValued", "Pathwise",
            "REBAR", "RELAX", "Score", "UnorderedSet", "VIMCO", "as_estimator", "baselines", "linear_term", "magic_box"]

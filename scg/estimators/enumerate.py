@@ -56,7 +56,7 @@ class Enumerate(Estimator):
                 f"site {name!r}: scg.Enumerate() sums over a finite support, and {family} has "
                 f"none; it serves {', '.join(FAMILIES)}. Use 'auto', scg.Score() or, with a "
                 "sampling path, scg.Pathwise()")
-        _support_size(name, dist)
+        support_size(name, dist)
         require_open_probs(name, dist, "scg.Enumerate()")
 
     def _layout(self, name, dist, plates):
@@ -69,7 +69,7 @@ class Enumerate(Estimator):
             d = outer + p.dim  # the plate's dim, counted in the outer batch shape
             if 0 <= d < len(shape) and shape[d] == p.size and p.size > 1:
                 per_element.add(d)
-        return _support_size(name, dist), shape, per_element
+        return support_size(name, dist), shape, per_element
 
     def copies(self, name, dist, plates):
         size, shape, per_element = self._layout(name, dist, plates)
@@ -108,7 +108,7 @@ class Enumerate(Estimator):
 
     # ------------------------------------------------------------ explanation
     def describe(self, site):
-        size = _support_size(site.name, site.dist)
+        size = support_size(site.name, site.dist)
         return (f"enumerate: the exact sum over its {size} values per variable, weighted by "
                 "their probabilities (no variance from this site)")
 
@@ -137,7 +137,7 @@ def _values(size, joint_shape, shape, count, one_hot):
     return values
 
 
-def _support_size(name, dist):
+def support_size(name, dist):
     inner = family_of(dist)
     family = family_name(inner)
     if family == "Bernoulli":

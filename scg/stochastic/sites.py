@@ -27,6 +27,7 @@ from ..estimators.antithetic import antithetic_noise
 from ..kernels.parallel import count_nonfinite
 from ..numpy import rules as R
 from .copies import copies_for
+from .marginal import marginal_of, refuse_downstream
 from .masks import physical_mask
 from .memory import check_fits
 from .zero_mean import check_use, law_of
@@ -225,14 +226,22 @@ def _observe(name, dist, obs, estimator):
                          f"no estimator; drop estimator={estimator!r} (or obs= to draw it)")
     _check_observed_shape(name, dist, obs)
     lp = dist.log_prob(obs)
-    bad = count_nonfinite(strip(lp))
+    bad = count_nonfinite(strip(lp)) if not _marginal_term(lp) else 0
     if bad:
         raise ValueError(
             f"observed site {name!r}: the log-probability of the observed value under "
             f"{dist!r} is not finite for {bad} of {np.size(strip(lp))} entries: a value "
             "outside the support, or a degenerate parameter (a scale of 0)")
-    cost(name, R.negative(lp))
+    _send(f"scg.sample({name!r}, ..., obs=...)",
+          effects.Message("cost", name, value=R.negative(lp), likelihood=lp))
     return obs
+
+
+def _marginal_term(lp):
+    """Does a log-likelihood depend on a marginalized site (its values may have
+    probability 0 for some of them)?"""
+    run = innermost_run()
+    return run is not None and run.marginal is not None and bool(run.marginal.depends(lp))
 
 
 def _check_observed_shape(name, dist, obs):
@@ -315,10 +324,18 @@ def draw_site(run, msg):
     run.check_new_name(name)
     check_fits(run, dist, name)
     est, reason = _choose(run, name, dist, as_estimator(estimator))
+    if getattr(est, "marginalizes", False):  # (summed out of the likelihood: marginal.py)
+        if msg.fields.get("mask") is not None:
+            raise EstimatorError(f"site {name!r} is marginalized inside scg.mask; give the "
+                                 "mask to its likelihood terms' values instead")
+        return marginal_of(run).draw(name, dist, run.plates)
     copies_for(name, est.copies(name, dist, run.plates))  # (may stop the run: Replan)
     level = run.level
     params = [v for v in family_of(dist).params.values()
               if isinstance(v, PerSample) and v.level == level]
+    if run.marginal is not None:
+        refuse_downstream(run, f"site {name!r} (its parameters)",
+                          Deps.merge([p.deps for p in params]).up)
     for p in params:
         check_use(p, f"the parameters of site {name!r}", run)
     param_deps = Deps.merge([p.deps for p in params])
@@ -620,6 +637,19 @@ def add_cost(run, msg):
     name, value = msg.name, msg.fields["value"]
     run.check_new_name(name)
     mask = msg.fields.get("mask")
+    if run.marginal is not None:  # (downstream of a marginalized site: a factor, or refused)
+        log_value = msg.fields.get("likelihood")
+        if log_value is not None and run.marginal.depends(log_value):
+            if mask is not None:
+                raise EstimatorError(
+                    f"likelihood term {name!r} depends on a marginalized site and is given "
+                    "inside scg.mask; multiply its log-value by the mask instead "
+                    "(scg.factor(name, np.where(alive, log_value, 0.0)))")
+            run.marginal.add(name, log_value, run.plates)
+            run.factor_names.add(name)
+            return None
+        if isinstance(value, PerSample):
+            refuse_downstream(run, f"cost {name!r}", value.deps.up)
     refuse_lazy(f"cost {name!r}", value)
     if value is None or isinstance(value, (str, bytes, dict, list, tuple)):
         raise TypeError(f"cost {name!r} must be a number or an array of numbers (per draw "

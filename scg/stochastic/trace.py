@@ -16,7 +16,9 @@ from .runtime import RUNTIME
 from ..estimators import auto
 from ..estimators.base import INVALID
 from .copies import Copies, CopyLayout, Replan
+from .marginal import MARGINAL_COST, open_chain
 from .memory import check_layout
+from ..numpy import rules as R
 from .sites import (EstimatorChoice, add_cost, carries_gradient, close_plate, cost, draw_site,
                     family_of, innermost_run, open_plate, refuse_lazy)
 
@@ -62,6 +64,12 @@ class Trace(effects.Handler):
         self.bounds = []  # the run's scg.logmeanexp bounds (multisample.py)
         self.proposals = []  # the DReG sites' proposals, filled by the bounds (dreg.py)
         self.plates = ()  # the plates open now, outermost first
+        self.plate_depth = 0  # the deepest plate dim open so far in the run
+        # the sites summed out of the likelihood (scg.Marginalize(): marginal.py), their
+        # factors' names, and the caller's plan of the run's layout, which it keeps
+        self.marginal = None
+        self.factor_names = set()
+        self.plan = None
         self.plated = False  # has a plate been open in this run
         self.subsampled = False  # has a plate drawn a minibatch (its indices are random)
         # the sites Python's control flow branched on (one draw): every later cost depends
@@ -77,7 +85,8 @@ class Trace(effects.Handler):
     def check_new_name(self, name):
         if not isinstance(name, str):
             raise TypeError(f"site names are strings, got {name!r}")
-        if name in self.sites or name in self.cost_sites:
+        if name in self.sites or name in self.cost_sites or name in self.factor_names or \
+                (self.marginal is not None and name in self.marginal.sites):
             raise ValueError(f"the site name {name!r} is used twice in the model; "
                              "names must be unique")
 
@@ -111,6 +120,10 @@ class Trace(effects.Handler):
         apart unless an operation combines them; see `scg.stochastic.plates`)."""
         self.plates = plates
         self.plated = self.plated or bool(plates)
+        if plates:
+            self.plate_depth = max(self.plate_depth, max(-p.dim for p in plates))
+            if self.marginal is not None:
+                self.marginal.see_plates(plates)
         RUNTIME.on_op = self._on_op if self.plated or self._graph is not None else None
 
     def _on_op(self, prim, inputs, args, kwargs, result):
@@ -299,7 +312,7 @@ class Trace(effects.Handler):
 
 
 _PERFORMERS = {"sample": draw_site, "cost": add_cost, "plate": open_plate,
-               "plate_exit": close_plate}
+               "plate_exit": close_plate, "markov": open_chain}
 
 
 def _split_aux(model, out, trace):
@@ -357,6 +370,7 @@ def run_model(model, args, kwargs, *, n, rng, decisions, reasons, record=False,
             layout = CopyLayout(size, plan)
             trace = Trace(size, rng, level, decisions, reasons, record, param_names,
                           layout.copies, estimators, states)
+            trace.plan = plan
             effects.push(layout)
             effects.push(trace)
             if estimators is not None:
@@ -379,6 +393,8 @@ def run_model(model, args, kwargs, *, n, rng, decisions, reasons, record=False,
                             f" (its cost {RETURN_COST!r})", out)
                 if out is not None:
                     cost(RETURN_COST, out)
+                if trace.marginal is not None:  # (the sites summed out: one cost)
+                    cost(MARGINAL_COST, R.negative(trace.marginal.finish()))
                 for site in trace.sites.values():
                     site.check_unchanged()
                 settling = True  # (the layout's own errors hold at any n: raised)

@@ -142,12 +142,34 @@ def _iwae_normal_exact(theta):
     return -np.sum(weight * (np.logaddexp.reduce(log_w, axis=0) - np.log(2)))
 
 
+# a Gaussian mixture of three components, its assignments summed out of the likelihood
+# (scg.Marginalize): E is -log p(x), summed over five points, exactly
+_DATA = np.array([-1.9, -0.2, 0.4, 1.7, 2.6])
+
+
+def _mixture_likelihood(estimator):
+    def model(theta):
+        weights, locs = scg.softmax(theta[:3]), theta[3:]
+        with scg.plate("data", len(_DATA)):
+            z = scg.sample("z", scg.Categorical(weights), estimator=estimator)
+            scg.sample("x", scg.Normal(locs[z], 1.0), obs=_DATA)
+    return model
+
+
+def _mixture_likelihood_exact(theta):
+    log_w = theta[:3] - np.logaddexp.reduce(theta[:3])
+    joint = log_w[:, None] + _log_normal(_DATA[None, :], theta[3:, None], 1.0)
+    return -np.sum(np.logaddexp.reduce(joint, axis=0))
+
+
 MODELS = {m.name: m for m in (
     Model("normal", _normal, np.array([0.7, 1.3]), _normal_exact),
     Model("coins", _coins, np.array([-0.4, 0.3, 1.1]), _coins_exact),
     Model("choice", _choice, np.array([0.2, -0.3, 0.5, 0.0]), _choice_exact),
     Model("iwae", _iwae, np.array([0.4, -0.7]), _iwae_exact),
     Model("iwae_normal", _iwae_normal, np.array([0.2, -0.3, 0.4]), _iwae_normal_exact),
+    Model("mixture_likelihood", _mixture_likelihood,
+          np.array([0.3, -0.2, 0.1, -1.5, 0.2, 2.0]), _mixture_likelihood_exact),
 )}
 
 
@@ -227,6 +249,8 @@ ESTIMATORS = [
     Case("unordered_set_all", lambda: scg.UnorderedSet(4), ("choice",), n=2, exact=True),
     Case("enumerate", lambda: scg.Enumerate(), ("coins", "choice"), second_order=True,
          n=2, exact=True),
+    Case("marginalize", lambda: scg.Marginalize(), ("mixture_likelihood",),
+         second_order=True, n=2, exact=True),
     Case("gumbel_softmax", lambda: scg.GumbelSoftmax(temperature=0.5), ("coins", "choice"),
          unbiased=False, second_order=True),
     Case("gumbel_softmax_hard", lambda: scg.GumbelSoftmax(temperature=0.5, hard=True),

@@ -1,0 +1,489 @@
+"""Sites summed out of the model's likelihood: scg.Marginalize(), scg.factor, scg.markov.
+
+A marginalized site is never drawn. Its value is its whole support, laid along a dimension
+of its own to the left of the plates' dims (Pyro's parallel enumeration): with the plates
+nested `nesting` deep, the site in *slot* s has its values along dim -(nesting + 1 + s).
+The model then computes every value's log-likelihood at once, by plain broadcasting, and
+the log-likelihood terms downstream of marginalized sites (`obs=` sites, `scg.factor`) are
+kept as *factors* instead of costs: each a log-potential over the marginalized sites it
+depends on and the plates it lies in. At the end of the run the factors are summed out by
+variable elimination (`contract`): the sites local to the deepest plates first, each plate
+element alone (N x K work), then the plate's elements multiplied (their logs added), out to
+the plates around them; inside one set of plates the sites go in the order they were
+drawn, so a chain costs T x K^2 (the forward algorithm). The model's cost gains
+-log sum_z p(z) prod(factors), a cost named "marginal" that depends on no marginalized site.
+
+`for t in scg.markov(range(T)):` declares that the sites of step t depend on those of the
+last `history` steps only: the slot of a site older than that is given to a new site, so a
+chain of any length needs `history + 1` slots (numpy arrays have at most 64 dims). A value
+that still depends on a released site is refused, as is any cost other than a likelihood
+term that depends on a marginalized site: the contraction could not be right.
+"""
+
+import math
+
+import numpy as np
+
+from ..core import effects
+from ..core.tape import strip
+from ..distributions.base import family_of
+from ..distributions.one_hot_categorical import OneHotCategorical
+from ..errors import EstimatorError, TracingError
+from ..numpy import rules as R
+from .copies import Replan
+from .persample import Deps, PerSample
+
+# the plan's entry (kept across calls, see copies.py) for the plates' nesting: the dims of
+# marginalized sites go to the left of it
+NESTING = ("marginal", "nesting")
+MAX_SLOTS = 32  # (numpy's 64 dims, with room for the plates' and the model's own)
+MARGINAL_COST = "marginal"
+MAX_ELEMENTS = 2 ** 27  # the largest table the elimination may build (1 GiB of float64)
+
+
+class MarginalSite:
+    """A site summed out: its support size, slot, plates and place in a markov chain."""
+
+    __slots__ = ("name", "size", "slot", "plates", "chain", "order", "dist")
+
+    def __init__(self, name, size, slot, plates, chain, order, dist):
+        self.name, self.size, self.slot, self.plates = name, size, slot, plates
+        self.chain, self.order, self.dist = chain, order, dist
+
+
+class Chain:
+    """One `scg.markov` loop: its history and the step it is at."""
+
+    __slots__ = ("history", "step", "open")
+
+    def __init__(self, history):
+        self.history, self.step, self.open = history, -1, True
+
+
+class Factor:
+    """A log-potential: `value` of shape (sizes of `names`) + (the plates' dims), over the
+    marginalized sites `names` (in the order they were drawn) and the plates `plates`."""
+
+    __slots__ = ("value", "names", "plates")
+
+    def __init__(self, value, names, plates):
+        self.value, self.names, self.plates = value, names, plates
+
+
+class Marginal:
+    """The marginalized sites of one run and their factors (the run's `marginal`)."""
+
+    def __init__(self, run, plan):
+        self.run = run
+        self.plan = plan
+        self.nesting = max(plan.get(NESTING, 0), run.plate_depth)
+        self.sites = {}
+        self.slots = []  # slot -> the MarginalSite in it, or None
+        self.factors = []
+        self.chains = []  # the open scg.markov loops, outermost first
+        self.chain_at = {}  # id of a loop's Chain -> the Chain (also once closed)
+
+    # ------------------------------------------------------------ sites
+    def depends(self, value):
+        """The marginalized sites `value` depends on (a frozenset of names)."""
+        if isinstance(value, PerSample) and value.level == self.run.level:
+            return frozenset(value.deps.up) & self.sites.keys()
+        return frozenset()
+
+    def draw(self, name, dist, plates):
+        """The value of a marginalized site: its support along its own dim."""
+        self.see_plates(plates)
+        inner = family_of(dist)
+        size = _support_size(name, dist)
+        event = tuple(dist.event_shape)
+        parents = frozenset().union(*[self.depends(v) for v in inner.params.values()])
+        self._check_batch(name, tuple(dist.batch_shape), plates, parents)
+        slot = self._free_slot(name)
+        chain = self.chains[-1] if self.chains else None
+        site = MarginalSite(name, size, slot, tuple(plates),
+                            (chain, chain.step) if chain else None, len(self.sites), dist)
+        self.sites[name] = site
+        if slot == len(self.slots):
+            self.slots.append(site)
+        else:
+            self.slots[slot] = site
+        support = np.eye(size) if isinstance(inner, OneHotCategorical) else \
+            np.arange(size, dtype=float)
+        shaped = support.reshape((size,) + (1,) * (self.nesting + slot) + event)
+        physical = np.broadcast_to(shaped, (self.run.rows,) + shaped.shape)
+        value = PerSample(physical, self.run.level, Deps(frozenset({name})))
+        # its own log-probability is a factor: p(z | its parents)
+        self.add(name, dist.log_prob(value), plates)
+        return value
+
+    def _check_batch(self, name, batch, plates, parents):
+        at = {p.dim: p for p in plates}
+        for k, size in enumerate(batch):
+            d = k - len(batch)
+            if size == 1:
+                continue
+            if d >= -self.nesting:
+                if d in at:
+                    continue
+                raise EstimatorError(
+                    f"site {name!r}: scg.Marginalize() sums each element of a plate alone, and "
+                    f"its batch shape {batch} has size {size} at dim {d}, which no open plate "
+                    f"declares; open a scg.plate of size {size} at dim {d} around the site (or "
+                    "make it one OneHotCategorical over the joint values)")
+            s = self._slot_of(d)
+            holder = self.slots[s] if s < len(self.slots) else None
+            if holder is None or holder.name not in parents:
+                raise EstimatorError(
+                    f"site {name!r}: its batch shape {batch} has size {size} at dim {d}, left "
+                    f"of the plates' dims (-1 to -{self.nesting}), where the values of "
+                    "marginalized sites lie, but its parameters do not depend on the site "
+                    "there; declare the dimension with scg.plate")
+
+    def _slot_of(self, d):
+        return -d - self.nesting - 1
+
+    def _free_slot(self, name):
+        for s, held in enumerate(self.slots):
+            if held is None or self._released(held):
+                return s
+        if len(self.slots) >= MAX_SLOTS:
+            raise EstimatorError(
+                f"site {name!r}: the model marginalizes more than {MAX_SLOTS} sites that are "
+                "alive at once, each with a dim of its own. If they form a chain (each step "
+                "depends on the last), write the loop as `for t in scg.markov(range(T)):` so "
+                "the dims of old steps are reused")
+        return len(self.slots)
+
+    def _released(self, site):
+        """Has scg.markov let go of this site (older than its loop's history)?"""
+        if site.chain is None:
+            return False
+        chain, step = site.chain
+        return chain.step - step > chain.history
+
+    def see_plates(self, plates):
+        """A plate deeper than the dims were laid out for: run the model again with the
+        marginalized sites' dims left of it (a value of theirs may already have met the
+        plate's elements along its dim)."""
+        deepest = max((-p.dim for p in plates), default=0)
+        if deepest > self.nesting:
+            self.plan[NESTING] = deepest
+            raise Replan(next(iter(self.sites), "a plate"))
+
+    # ------------------------------------------------------------ factors
+    def add(self, name, log_value, plates):
+        """Keep a log-likelihood term (of the marginalized sites it depends on) as a factor.
+        `plates` are the plates open where it was given."""
+        self.see_plates(plates)
+        names = self.depends(log_value)
+        for u in sorted(names, key=lambda k: self.sites[k].order):
+            if self._released(self.sites[u]):
+                chain = self.sites[u].chain[0]
+                raise EstimatorError(
+                    f"{_what(name)} depends on the marginalized site {u!r}, which "
+                    f"scg.markov(history={chain.history}) let go of (its dim now holds a "
+                    f"later step's site): the step that uses it is more than {chain.history} "
+                    "steps later. Pass a larger history= to scg.markov")
+            missing = [p.name for p in self.sites[u].plates if p not in plates]
+            if missing:
+                raise EstimatorError(
+                    f"{_what(name)} depends on the marginalized site {u!r}, which has an "
+                    f"element per element of plate {missing[0]!r}, but is given outside "
+                    "that plate; give it inside the plate (per element)")
+        shape = tuple(R.shape(log_value))
+        value = log_value
+        open_at = {p.dim: p for p in plates}
+        kept_plates = set()
+        for u in names:
+            kept_plates.update(self.sites[u].plates)
+        ndim = max(len(shape), self.nesting + len(self.slots))
+        value = np.reshape(value, (1,) * (ndim - len(shape)) + shape)
+        shape = (1,) * (ndim - len(shape)) + shape
+        here = []  # the marginalized sites along the value's dims, by slot
+        for k, size in enumerate(shape):
+            d = k - ndim
+            if d >= -self.nesting:
+                if size == 1:
+                    continue
+                p = open_at.get(d)
+                if p is None or p.size != size:
+                    # (independent terms along a dim no plate declares: their sum)
+                    value = np.sum(value, axis=k, keepdims=True)
+                    continue
+                kept_plates.add(p)
+                continue
+            holder = self.slots[self._slot_of(d)] if self._slot_of(d) < len(self.slots) \
+                else None
+            if size == 1:
+                continue
+            if holder is None or holder.name not in names or holder.size != size:
+                raise EstimatorError(
+                    f"{_what(name)} has size {size} at dim {d}, left of the plates' dims "
+                    f"(-1 to -{self.nesting}), where the values of marginalized sites lie, "
+                    "but it does not depend on the site there" + (
+                        f" ({holder.name!r})" if holder is not None else "") +
+                    ": declare that dimension with scg.plate, or sum it in the term")
+            here.append(holder)
+        lost = sorted(names - {s.name for s in here})
+        lost = [u for u in lost if self.sites[u].size > 1]
+        if lost:
+            u = self.sites[lost[0]]
+            raise EstimatorError(
+                f"{_what(name)} depends on the marginalized site {u.name!r} but has no dim of "
+                f"its values (dim {-(self.nesting + 1 + u.slot)}, of size {u.size}); its shape "
+                f"is {tuple(R.shape(log_value))}. A sum or another reduction over all axes "
+                "combined the values of the site: reduce only the plates' dims you mean "
+                "(axis=-1, ...), or leave the term per element inside its scg.plate")
+        here.sort(key=lambda s: s.order)
+        # to the factor's layout: the sites' dims in their order, then the plates' dims
+        site_axes = [ndim - (self.nesting + 1 + s.slot) for s in here]
+        perm = _full_axes(site_axes + list(range(ndim - self.nesting, ndim)), ndim)
+        if perm != tuple(range(ndim)):
+            value = np.transpose(value, perm)
+        plate_shape = tuple(R.shape(value))[ndim - self.nesting:]
+        value = np.reshape(value, tuple(s.size for s in here) + plate_shape)
+        target = tuple(s.size for s in here) + tuple(
+            _plate_size(open_at.get(d), kept_plates) for d in range(-self.nesting, 0))
+        if tuple(R.shape(value)) != target:
+            value = np.broadcast_to(value, target)
+        # a term given inside a plate it does not vary along stands once for the plate
+        scale = math.prod(p.scale for p in plates if p not in kept_plates)
+        if scale != 1.0:
+            value = np.multiply(value, scale)
+        self.factors.append(Factor(value, tuple(s.name for s in here), frozenset(kept_plates)))
+
+    # ------------------------------------------------------------ the end of the run
+    def finish(self):
+        """The run's log-likelihood with the marginalized sites summed out (a PerSample or
+        a plain scalar per draw); MemoryError, before any work, if a table it needs is
+        too large."""
+        _plan_elimination(self.factors, self.sites, self.run.rows)
+        log_z = contract(self.factors, self.sites)
+        if isinstance(log_z, PerSample):
+            deps = log_z.deps
+            keep = frozenset(self.sites)
+            log_z = PerSample(log_z.value, log_z.level,
+                              Deps(deps.up - keep, deps.smooth - keep, deps.rough - keep))
+        return log_z
+
+
+def _plate_size(p, kept):
+    return p.size if p is not None and p in kept else 1
+
+
+def _full_axes(axes, ndim):
+    """A permutation of range(ndim) that puts `axes` last, in order (the others first)."""
+    rest = [k for k in range(ndim) if k not in axes]
+    return tuple(rest + axes)
+
+
+def _what(name):
+    return f"the likelihood term {name!r}"
+
+
+def _support_size(name, dist):
+    from ..estimators.enumerate import support_size
+    return support_size(name, dist)
+
+
+# ---------------------------------------------------------------------- contraction
+def _order(sites, names):
+    return sorted(names, key=lambda k: sites[k].order)
+
+
+def _plan_elimination(factors, sites, rows):
+    """Raise MemoryError, before any work, if the elimination would build a table above
+    MAX_ELEMENTS (rows x the sites' sizes x the plates' sizes)."""
+    pool = [(frozenset(f.names), f.plates) for f in factors]
+    for plates, local, groups in _schedule(pool, sites):
+        for names in groups:
+            size = rows * math.prod(sites[k].size for k in names) * \
+                math.prod(p.size for p in plates)
+            if size > MAX_ELEMENTS:
+                layout = " x ".join([f"{rows} draws"] + [
+                    f"{sites[k].size} ({k})" for k in _order(sites, names)] + [
+                    f"{p.size} ({p.name})" for p in sorted(plates, key=lambda p: p.dim)])
+                raise MemoryError(
+                    f"summing out the marginalized sites needs a table of {layout} = "
+                    f"{size:,} entries at once (over {MAX_ELEMENTS:,}): these sites meet in "
+                    "common likelihood terms. Declare independent elements with scg.plate, "
+                    "a chain with scg.markov, or draw some of the sites instead (scg.Score(), "
+                    "scg.Enumerate())")
+
+
+def _schedule(pool, sites):
+    """Simulate the elimination on the factors' (names, plates): yield, per set of plates
+    processed, (plates, the sites summed there, the name sets of the tables built)."""
+    pool = list(pool)
+    while True:
+        deepest = max((len(p) for _, p in pool), default=0)
+        at = [f for f in pool if len(f[1]) == deepest]
+        plates = at[0][1] if at else frozenset()
+        group = [f for f in pool if f[1] == plates]
+        rest = [f for f in pool if f[1] != plates]
+        local = _order(sites, {k for names, _ in group for k in names
+                               if frozenset(sites[k].plates) == plates})
+        built = []
+        names_left = [names for names, _ in group]
+        for v in local:
+            touched = [x for x in names_left if v in x]
+            union = frozenset().union(*touched)
+            built.append(union)
+            names_left = [x for x in names_left if v not in x] + [union - {v}]
+        yield plates, local, built
+        if not plates:
+            return
+        for names in names_left:
+            target = frozenset().union(*[frozenset(sites[k].plates) for k in names]) \
+                if names else frozenset()
+            rest.append((names, target))
+        pool = rest
+
+
+def contract(factors, sites):
+    """log sum over the marginalized sites of exp(sum of the factors), summed over the
+    plates: each set of plates from the deepest out, its own sites eliminated in the order
+    they were drawn, then its elements' logs added (times a subsampled plate's scale)."""
+    pool = list(factors)
+    total = 0.0
+    while pool:
+        deepest = max(len(f.plates) for f in pool)
+        plates = next(f.plates for f in pool if len(f.plates) == deepest)
+        group = [f for f in pool if f.plates == plates]
+        pool = [f for f in pool if f.plates != plates]
+        local = _order(sites, {k for f in group for k in f.names
+                               if frozenset(sites[k].plates) == plates})
+        for v in local:
+            touched = [f for f in group if v in f.names]
+            group = [f for f in group if v not in f.names]
+            group.append(_eliminate(touched, v, sites, plates))
+        for f in group:
+            target = frozenset().union(*[frozenset(sites[k].plates) for k in f.names]) \
+                if f.names else frozenset()
+            value = f.value
+            for p in sorted(plates - target, key=lambda p: p.dim):
+                value = np.sum(value, axis=p.dim, keepdims=True)  # (the plates' dims are last)
+                if p.scale != 1.0:
+                    value = np.multiply(value, p.scale)
+            if not f.names and not target:
+                total = np.add(total, np.sum(value))
+            else:
+                pool.append(Factor(value, f.names, target))
+    return total
+
+
+def _eliminate(factors, v, sites, plates):
+    """Sum site v out of the factors that depend on it: the log of the sum over its values
+    of the exponential of their sum."""
+    names = tuple(_order(sites, set().union(*[f.names for f in factors])))
+    total = None
+    for f in factors:
+        value = _aligned(f, names)
+        total = value if total is None else np.add(total, value)
+    k = names.index(v)
+    out = R.logsumexp(total, axis=k)
+    return Factor(out, names[:k] + names[k + 1:], plates)
+
+
+def _aligned(f, names):
+    """The factor's value with a dim of size 1 for each site of `names` it lacks."""
+    if f.names == names:
+        return f.value
+    shape = tuple(R.shape(f.value))
+    plate_shape = shape[len(f.names):]
+    sizes = dict(zip(f.names, shape))
+    return np.reshape(f.value, tuple(sizes.get(k, 1) for k in names) + plate_shape)
+
+
+# ---------------------------------------------------------------------- the model's API
+def markov(iterable, history=1):
+    """Iterate over `iterable` as the steps of a chain of marginalized sites.
+
+    The sites drawn at step t may depend on those of the `history` steps before it only,
+    as Pyro's `pyro.markov`: scg then reuses the dims of older steps' sites, so a chain of
+    any length is summed by the forward algorithm (T x K^(history + 1) work). A value that
+    depends on a site older than that is refused with an error, never summed wrongly.
+
+    Args:
+        iterable: the steps (a range, a list, ...).
+        history: how many earlier steps a step's sites may depend on (1: a Markov chain).
+    Returns:
+        A generator over the items of `iterable`.
+
+    Example:
+        >>> z = 0
+        >>> for t in scg.markov(range(len(data))):
+        ...     z = scg.sample(f"z{t}", scg.Categorical(trans[z]), estimator=scg.Marginalize())
+        ...     scg.sample(f"x{t}", scg.Normal(locs[z], 1.0), obs=data[t])
+    """
+    if isinstance(history, bool) or not isinstance(history, (int, np.integer)) or history < 0:
+        raise ValueError(f"scg.markov: history must be a non-negative int (how many earlier "
+                         f"steps a step depends on), got {history!r}")
+    chain = Chain(int(history))
+    from .sites import _send
+    _send("scg.markov(...)", effects.Message("markov", None, chain=chain, step=None))
+    try:
+        for step, item in enumerate(iterable):
+            chain.step = step
+            yield item
+    finally:
+        chain.open = False
+        effects.send(effects.Message("markov", None, chain=chain, step="close"))
+
+
+def factor(name, log_value):
+    """Add a log-likelihood term to the model: its cost is -log_value, summed over its shape.
+
+    Downstream of sites summed out with scg.Marginalize(), a factor is a term of the
+    log-likelihood that the sum runs over (as Pyro's `pyro.factor`); elsewhere it is the
+    cost -log_value.
+
+    Args:
+        name: unique within the model.
+        log_value: a log-density or log-potential (per element inside a scg.plate).
+
+    Example:
+        >>> scg.factor("prior", -0.5 * theta ** 2)
+    """
+    from .sites import _send, current_run
+    if effects.innermost() is None:
+        current_run(f"scg.factor({name!r}, ...)")  # (raises: outside a model)
+    _send(f"scg.factor({name!r}, ...)",
+          effects.Message("cost", name, value=log_value, likelihood=True))
+
+
+def open_chain(run, msg):
+    """Perform a "markov" message: a scg.markov loop starts (or ends) in `run`."""
+    chain = msg.fields["chain"]
+    m = marginal_of(run)
+    if msg.fields["step"] == "close":
+        if m.chains and m.chains[-1] is chain:
+            m.chains.pop()
+        return None
+    m.chains.append(chain)
+    return None
+
+
+def marginal_of(run):
+    """The run's Marginal (made on first use)."""
+    m = getattr(run, "marginal", None)
+    if m is None:
+        m = run.marginal = Marginal(run, run.plan if run.plan is not None else {})
+    return m
+
+
+def refuse_downstream(run, what, deps_up):
+    """Raise if a drawn site's parameters or a cost depend on a marginalized site."""
+    m = getattr(run, "marginal", None)
+    if m is None:
+        return
+    bad = sorted(frozenset(deps_up) & m.sites.keys(), key=lambda k: m.sites[k].order)
+    if bad:
+        raise EstimatorError(
+            f"{what} depends on the marginalized site {bad[0]!r}: downstream of a site summed "
+            "out with scg.Marginalize(), only log-likelihood terms may depend on it (obs= "
+            "sites, scg.factor), whose sum scg computes exactly. Marginalize the site "
+            "downstream too, or draw the upstream site (scg.Enumerate(), scg.Score())")
+
+
+__all__ = ["factor", "markov"]
