@@ -64,10 +64,11 @@ class Factor:
     """A log-potential: `value` of shape (sizes of `names`) + (the plates' dims), over the
     marginalized sites `names` (in the order they were drawn) and the plates `plates`."""
 
-    __slots__ = ("value", "names", "plates")
+    __slots__ = ("value", "names", "plates", "term")
 
-    def __init__(self, value, names, plates):
+    def __init__(self, value, names, plates, term=None):
         self.value, self.names, self.plates = value, names, plates
+        self.term = term  # the likelihood term's name (None for a table built by the sum)
 
 
 class Marginal:
@@ -134,10 +135,11 @@ class Marginal:
             holder = self.slots[s] if s < len(self.slots) else None
             if holder is None or holder.name not in parents:
                 raise EstimatorError(
-                    f"site {name!r}: its batch shape {batch} has size {size} at dim {d}, left "
-                    f"of the plates' dims (-1 to -{self.nesting}), where the values of "
-                    "marginalized sites lie, but its parameters do not depend on the site "
-                    "there; declare the dimension with scg.plate")
+                    f"site {name!r}: scg.Marginalize() sums each element of a plate alone, and "
+                    f"its batch shape {batch} has size {size} at dim {d}, which no open plate "
+                    "declares (nor is it the dim of a marginalized site its parameters depend "
+                    f"on); open a scg.plate of size {size} at dim {d} around the site (or make "
+                    "it one OneHotCategorical over the joint values)")
 
     def _slot_of(self, d):
         return -d - self.nesting - 1
@@ -250,7 +252,24 @@ class Marginal:
         scale = math.prod(p.scale for p in plates if p not in kept_plates)
         if scale != 1.0:
             value = np.multiply(value, scale)
-        self.factors.append(Factor(value, tuple(s.name for s in here), frozenset(kept_plates)))
+        self.factors.append(Factor(value, tuple(s.name for s in here), frozenset(kept_plates),
+                                   name))
+
+    def explain(self):
+        """Lines for Trace.explain(): the sites summed out and the terms they weigh."""
+        lines = []
+        terms = [f.term for f in self.factors if f.term not in self.sites]
+        for site in self.sites.values():
+            where = f" in plate {', '.join(p.name for p in site.plates)}" if site.plates else ""
+            chain = (f", step {site.chain[1]} of a scg.markov chain (history "
+                     f"{site.chain[0].history})") if site.chain else ""
+            lines.append(f"  {site.name} ~ {site.dist!r}{where}: marginalized, summed out of "
+                         f"the likelihood over its {site.size} values{chain}; no draw, no "
+                         "variance")
+        lines.append(f"  their likelihood terms: {', '.join(terms) or 'none'} (kept out of "
+                     f"the costs; the cost {MARGINAL_COST!r} is -log of their sum over the "
+                     "marginalized sites' values, exactly)")
+        return lines
 
     # ------------------------------------------------------------ the end of the run
     def finish(self):
@@ -449,7 +468,7 @@ def factor(name, log_value):
     if effects.innermost() is None:
         current_run(f"scg.factor({name!r}, ...)")  # (raises: outside a model)
     _send(f"scg.factor({name!r}, ...)",
-          effects.Message("cost", name, value=log_value, likelihood=True))
+          effects.Message("cost", name, value=np.negative(log_value), likelihood=log_value))
 
 
 def open_chain(run, msg):

@@ -271,6 +271,8 @@ class Trace(effects.Handler):
                              f"{type(est).__name__} does not promise own_draws): log_prob "
                              "tests their support; if they are the law's draws, set "
                              f"own_draws = True (and draws_from_law) on {type(est).__name__}")
+        if self.marginal is not None:
+            lines += ["", "Marginalized sites:"] + self.marginal.explain()
         if self.copies:
             lines += ["", f"The run holds {self.copies.count} evaluations of each draw: "
                       f"{self.copies.describe()}. Each copying site's copies are branches "
@@ -291,6 +293,9 @@ class Trace(effects.Handler):
                 parts.append(f"pathwise gradient through {', '.join(path)}")
             if factors:
                 parts.append(f"multiplied by {' * '.join(factors)}")
+            if c.name == MARGINAL_COST and self.marginal is not None:
+                parts.append("-log p(likelihood terms) with the marginalized sites summed "
+                             "out exactly")
             if not parts:
                 parts.append("direct gradient only")
             kept, mixed = c.plate_split()
