@@ -38,6 +38,13 @@ class Constraint:
 
     def holds(self, value):
         """Does every entry of value satisfy the constraint?"""
+        if self._check is _simplex and type(value) is np.ndarray and value.size and \
+                value.dtype == np.float64 and type(self).check is Constraint.check:
+            # (one pass each, no error-state switch: the entries in [0, 1] cannot overflow
+            # the sums; a nan fails the first test)
+            if not (value.min() >= 0.0 and value.max() <= 1.0):
+                return False
+            return bool((np.abs(np.add.reduce(value, axis=-1) - 1.0) < 1e-6).all())
         if type(self).check is Constraint.check and not self.event_dim:
             if type(value) is np.float64:  # (one number: without the array checks)
                 test = _ONE_NUMBER.get(self._check)

@@ -36,6 +36,8 @@ def sig(n_inputs):
 def run(kernel, which, *args):
     """Call `kernel(which, out, *inputs)` on the broadcast of `args`; return out."""
     a0 = args[0]
+    if type(a0) is not np.ndarray and len(args) > 1 and type(args[1]) is np.ndarray:
+        a0 = args[1]  # (a number observed at array parameters: the grid is theirs)
     if type(a0) is np.ndarray and a0.ndim and a0.size < PARALLEL_MIN:
         out = _run_small(kernel, which, a0, args)
         if out is not None:
