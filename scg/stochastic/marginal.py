@@ -29,6 +29,7 @@ from ..core.tape import strip
 from ..distributions.base import family_of
 from ..distributions.one_hot_categorical import OneHotCategorical
 from ..errors import EstimatorError, TracingError
+from ..kernels.chain import chain_log_partition
 from ..numpy import rules as R
 from .copies import Replan
 from .persample import Deps, PerSample
@@ -62,7 +63,7 @@ class Chain:
 
 class Factor:
     """A log-potential: `value` of shape (sizes of `names`) + (the plates' dims), over the
-    marginalized sites `names` (in the order they were drawn) and the plates `plates`."""
+    marginalized sites `names` (in the order of the value's axes) and the plates `plates`."""
 
     __slots__ = ("value", "names", "plates", "term")
 
@@ -236,12 +237,8 @@ class Marginal:
                 f"is {tuple(R.shape(log_value))}. A sum or another reduction over all axes "
                 "combined the values of the site: reduce only the plates' dims you mean "
                 "(axis=-1, ...), or leave the term per element inside its scg.plate")
-        here.sort(key=lambda s: s.order)
-        # to the factor's layout: the sites' dims in their order, then the plates' dims
-        site_axes = [ndim - (self.nesting + 1 + s.slot) for s in here]
-        perm = _full_axes(site_axes + list(range(ndim - self.nesting, ndim)), ndim)
-        if perm != tuple(range(ndim)):
-            value = np.transpose(value, perm)
+        # to the factor's layout: the sites' dims as they lie (the others left of the plates'
+        # dims have size 1 and go), then the plates' dims
         plate_shape = tuple(R.shape(value))[ndim - self.nesting:]
         value = np.reshape(value, tuple(s.size for s in here) + plate_shape)
         target = tuple(s.size for s in here) + tuple(
@@ -288,12 +285,6 @@ class Marginal:
 
 def _plate_size(p, kept):
     return p.size if p is not None and p in kept else 1
-
-
-def _full_axes(axes, ndim):
-    """A permutation of range(ndim) that puts `axes` last, in order (the others first)."""
-    rest = [k for k in range(ndim) if k not in axes]
-    return tuple(rest + axes)
 
 
 def _what(name):
@@ -372,6 +363,9 @@ def contract(factors, sites):
         pool = [f for f in pool if f.plates != plates]
         local = _order(sites, {k for f in group for k in f.names
                                if frozenset(sites[k].plates) == plates})
+        chain = _as_chain(group, local, sites)
+        if chain is not None:  # (the forward algorithm in one primitive)
+            group, local = chain, []
         for v in local:
             touched = [f for f in group if v in f.names]
             group = [f for f in group if v not in f.names]
@@ -391,6 +385,47 @@ def contract(factors, sites):
     return total
 
 
+def _as_chain(group, local, sites):
+    """If the sites `local` form a chain in the factors `group` (each factor over one site
+    or two consecutive ones, every site of one size), the factors with the chain summed out
+    by the forward algorithm (`chain_log_partition`); else None."""
+    if len(local) < 3 or len({sites[k].size for k in local}) != 1:
+        return None
+    at = {k: i for i, k in enumerate(local)}
+    unary, pairs, rest = [None] * len(local), [None] * (len(local) - 1), []
+    flipped = [False] * (len(local) - 1)
+    for f in group:
+        where = [at.get(k) for k in f.names]
+        if not f.names:
+            rest.append(f)
+        elif len(where) == 1 and where[0] is not None:
+            unary[where[0]] = f.value if unary[where[0]] is None else \
+                np.add(unary[where[0]], f.value)
+        elif len(where) == 2 and None not in where and abs(where[1] - where[0]) == 1:
+            i = min(where)
+            if pairs[i] is not None and flipped[i] != (where[0] > where[1]):
+                return None  # (two terms of a pair in both orders: the general elimination)
+            flipped[i] = where[0] > where[1]  # (axes (later site, earlier site))
+            pairs[i] = f.value if pairs[i] is None else np.add(pairs[i], f.value)
+        else:
+            return None
+    if any(p is None for p in pairs):  # (two chains, or none: the general elimination)
+        return None
+    k = sites[local[0]].size
+    plate_shape = tuple(R.shape(pairs[0]))[2:]
+    zero = np.zeros((k,) + plate_shape)
+    u = np.stack([zero if v is None else v for v in unary], axis=0)  # (m, K, *plates)
+    p = np.stack(pairs, axis=0)  # (m - 1, K, K, *plates), some with their two axes swapped
+    if any(flipped):  # (one swap of the stack, not one per pair)
+        mask = np.array(flipped).reshape((len(pairs),) + (1,) * (2 + len(plate_shape)))
+        p = np.where(mask, np.swapaxes(p, 1, 2), p)
+    lead = len(plate_shape)
+    u = np.transpose(u, tuple(range(2, 2 + lead)) + (0, 1))
+    p = np.transpose(p, tuple(range(3, 3 + lead)) + (0, 1, 2))
+    plates = group[0].plates
+    return rest + [Factor(chain_log_partition(u, p), (), plates)]
+
+
 def _eliminate(factors, v, sites, plates):
     """Sum site v out of the factors that depend on it: the log of the sum over its values
     of the exponential of their sum."""
@@ -405,13 +440,20 @@ def _eliminate(factors, v, sites, plates):
 
 
 def _aligned(f, names):
-    """The factor's value with a dim of size 1 for each site of `names` it lacks."""
+    """The factor's value with its sites' axes in the order of `names`, and an axis of size
+    1 for each site of `names` it lacks."""
     if f.names == names:
         return f.value
-    shape = tuple(R.shape(f.value))
-    plate_shape = shape[len(f.names):]
-    sizes = dict(zip(f.names, shape))
-    return np.reshape(f.value, tuple(sizes.get(k, 1) for k in names) + plate_shape)
+    value = f.value
+    mine = [k for k in names if k in f.names]
+    if mine != list(f.names):
+        lead = len(f.names)
+        perm = [f.names.index(k) for k in mine]
+        value = np.transpose(value, tuple(perm) + tuple(range(lead, len(R.shape(value)))))
+    shape = tuple(R.shape(value))
+    plate_shape = shape[len(mine):]
+    sizes = dict(zip(mine, shape))
+    return np.reshape(value, tuple(sizes.get(k, 1) for k in names) + plate_shape)
 
 
 # ---------------------------------------------------------------------- the model's API

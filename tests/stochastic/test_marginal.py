@@ -403,3 +403,32 @@ def test_explain_names_the_sites_summed_out():
     assert "z1 ~ Categorical" in text and "marginalized, summed out of the likelihood over " \
         "its 2 values, step 1 of a scg.markov chain (history 1)" in text
     assert marginal.MARGINAL_COST in E.last_trace.cost_sites
+
+
+def test_two_chains_stepping_together():
+    """Two independent chains in one loop: not one chain (the general elimination)."""
+    rng = np.random.default_rng(13)
+    length = 5
+    a, b = rng.normal(0, 2, length), rng.normal(0, 2, length)
+
+    def model(theta):
+        z = w = None
+        for t in scg.markov(range(length)):
+            tz, tw = scg.softmax(theta[:4].reshape(2, 2), axis=-1), \
+                scg.softmax(theta[4:8].reshape(2, 2), axis=-1)
+            z = scg.sample(f"z{t}", scg.Categorical(np.full(2, 0.5) if t == 0 else tz[z]),
+                           estimator=scg.Marginalize())
+            w = scg.sample(f"w{t}", scg.Categorical(np.full(2, 0.5) if t == 0 else tw[w]),
+                           estimator=scg.Marginalize())
+            scg.sample(f"a{t}", scg.Normal(theta[8:10][z], 1.0), obs=a[t])
+            scg.sample(f"b{t}", scg.Normal(theta[10:12][w], 1.0), obs=b[t])
+
+    def exact(theta):
+        one = np.concatenate([theta[:4], [0.0, 0.0], theta[8:10]])
+        two = np.concatenate([theta[4:8], [0.0, 0.0], theta[10:12]])
+        return forward_algorithm(a, 2, one) + forward_algorithm(b, 2, two)
+
+    theta = rng.normal(size=12)
+    value, g = scg.value_and_grad(scg.expectation(model, n=1))(theta)
+    assert value == pytest.approx(exact(theta), rel=1e-12)
+    np.testing.assert_allclose(g, numeric_grad(exact, theta), rtol=1e-7, atol=1e-7)

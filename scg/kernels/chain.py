@@ -1,0 +1,188 @@
+"""The forward algorithm as primitives: the log-partition of a chain and its marginals.
+
+A chain of m variables of K values each has unary log-potentials U (..., m, K) and pairwise
+ones P (..., m - 1, K, K) (P[i, j, k] between variable i at j and variable i + 1 at k);
+leading dims are a batch. `chain_log_partition(U, P)` is log sum over the K^m joint values
+of exp(sum of the potentials), by the forward algorithm (m K^2 work). Its derivatives are
+the marginals: in U the one-variable marginals, in P the pairwise ones
+(`chain_marginals`), computed by the forward-backward algorithm in one numba pass; their own
+derivatives differentiate numpy twins of the same recursions on the tape, so derivatives of
+every order follow (scg/stochastic/marginal.py sums a `scg.markov` chain with them).
+"""
+
+import numpy as np
+from numba import njit
+
+from ..core.tape import Primitive, defvjp
+from ..numpy import rules as R
+from .primitives import composite_vjp
+
+
+@njit(cache=True, error_model="numpy")
+def _forward(u, p, alpha):
+    """alpha[b, i, k]: log of the sum over the values of variables 0..i-1 with variable i at
+    k, for every batch entry b."""
+    batch, m, k = u.shape
+    for b in range(batch):
+        for j in range(k):
+            alpha[b, 0, j] = u[b, 0, j]
+        for i in range(1, m):
+            for c in range(k):
+                top = -np.inf
+                for j in range(k):
+                    v = alpha[b, i - 1, j] + p[b, i - 1, j, c]
+                    if v > top:
+                        top = v
+                if top == -np.inf:
+                    alpha[b, i, c] = -np.inf
+                    continue
+                total = 0.0
+                for j in range(k):
+                    total += np.exp(alpha[b, i - 1, j] + p[b, i - 1, j, c] - top)
+                alpha[b, i, c] = top + np.log(total) + u[b, i, c]
+
+
+@njit(cache=True, error_model="numpy")
+def _log_sum_last(alpha, out):
+    batch, m, k = alpha.shape
+    for b in range(batch):
+        top = -np.inf
+        for j in range(k):
+            if alpha[b, m - 1, j] > top:
+                top = alpha[b, m - 1, j]
+        if top == -np.inf:
+            out[b] = -np.inf
+            continue
+        total = 0.0
+        for j in range(k):
+            total += np.exp(alpha[b, m - 1, j] - top)
+        out[b] = top + np.log(total)
+
+
+@njit(cache=True, error_model="numpy")
+def _marginals(u, p, alpha, log_z, mu, mp):
+    """The backward pass: beta[i, j] = log of the sum over variables i+1.. with variable i at
+    j; then mu = exp(alpha + beta - log Z), mp[i, j, c] = exp(alpha[i, j] + p[i, j, c] +
+    u[i+1, c] + beta[i+1, c] - log Z)."""
+    batch, m, k = u.shape
+    beta = np.empty((m, k))
+    for b in range(batch):
+        z = log_z[b]
+        for j in range(k):
+            beta[m - 1, j] = 0.0
+        for i in range(m - 2, -1, -1):
+            for j in range(k):
+                top = -np.inf
+                for c in range(k):
+                    v = p[b, i, j, c] + u[b, i + 1, c] + beta[i + 1, c]
+                    if v > top:
+                        top = v
+                if top == -np.inf:
+                    beta[i, j] = -np.inf
+                    continue
+                total = 0.0
+                for c in range(k):
+                    total += np.exp(p[b, i, j, c] + u[b, i + 1, c] + beta[i + 1, c] - top)
+                beta[i, j] = top + np.log(total)
+        for i in range(m):
+            for j in range(k):
+                mu[b, i, j] = np.exp(alpha[b, i, j] + beta[i, j] - z)
+        for i in range(m - 1):
+            for j in range(k):
+                for c in range(k):
+                    mp[b, i, j, c] = np.exp(alpha[b, i, j] + p[b, i, j, c] + u[b, i + 1, c] +
+                                            beta[i + 1, c] - z)
+
+
+def _flat(u, p):
+    """U and P broadcast over their batch dims and flattened to (batch, m, K), (batch, m-1,
+    K, K), contiguous; and the batch shape."""
+    u = np.asarray(u, dtype=float)
+    p = np.asarray(p, dtype=float)
+    lead = np.broadcast_shapes(u.shape[:-2], p.shape[:-3])
+    m, k = u.shape[-2:]
+    u = np.ascontiguousarray(np.broadcast_to(u, lead + (m, k))).reshape(-1, m, k)
+    p = np.ascontiguousarray(np.broadcast_to(p, lead + (m - 1, k, k))).reshape(-1, m - 1, k, k)
+    return u, p, lead
+
+
+def _log_partition(u, p):
+    u, p, lead = _flat(u, p)
+    alpha = np.empty(u.shape)
+    _forward(u, p, alpha)
+    out = np.empty(u.shape[0])
+    _log_sum_last(alpha, out)
+    return out.reshape(lead) if lead else out[0]
+
+
+def _both_marginals(u, p):
+    u, p, lead = _flat(u, p)
+    alpha = np.empty(u.shape)
+    _forward(u, p, alpha)
+    log_z = np.empty(u.shape[0])
+    _log_sum_last(alpha, log_z)
+    mu, mp = np.empty(u.shape), np.empty(p.shape)
+    _marginals(u, p, alpha, log_z, mu, mp)
+    return mu.reshape(lead + mu.shape[1:]), mp.reshape(lead + mp.shape[1:])
+
+
+# ---------------------------------------------------------------------- numpy twins
+def _twin_alphas(u, p):
+    m = R.shape(u)[-2]
+    alphas = [u[..., 0, :]]
+    for i in range(1, m):
+        step = R.logsumexp(alphas[-1][..., :, None] + p[..., i - 1, :, :], axis=-2)
+        alphas.append(step + u[..., i, :])
+    return alphas
+
+
+def _twin_betas(u, p):
+    m = R.shape(u)[-2]
+    betas = [np.zeros(R.shape(u)[:-2] + R.shape(u)[-1:])]
+    for i in range(m - 2, -1, -1):
+        ahead = u[..., i + 1, :] + betas[0]
+        betas.insert(0, R.logsumexp(p[..., i, :, :] + ahead[..., None, :], axis=-1))
+    return betas
+
+
+def _twin_log_partition(u, p):
+    return R.logsumexp(_twin_alphas(u, p)[-1], axis=-1)
+
+
+def _twin_unary(u, p):
+    alphas, betas = _twin_alphas(u, p), _twin_betas(u, p)
+    log_z = R.logsumexp(alphas[-1], axis=-1)
+    return np.exp(np.stack([a + b for a, b in zip(alphas, betas)], axis=-2) -
+                  log_z[..., None, None])
+
+
+def _twin_pairwise(u, p):
+    alphas, betas = _twin_alphas(u, p), _twin_betas(u, p)
+    log_z = R.logsumexp(alphas[-1], axis=-1)
+    m = R.shape(u)[-2]
+    pairs = [alphas[i][..., :, None] + p[..., i, :, :] + (u[..., i + 1, :] + betas[i + 1])[..., None, :]
+             for i in range(m - 1)]
+    return np.exp(np.stack(pairs, axis=-3) - log_z[..., None, None, None])
+
+
+_BATCH = R.batch_core_dims(2, 3)
+
+chain_log_partition = Primitive(
+    "chain_log_partition", _log_partition, batch=_BATCH,
+    doc="log sum over a chain's joint values of exp(unary + pairwise potentials).")
+chain_unary_marginals = Primitive(
+    "chain_unary_marginals", lambda u, p: _both_marginals(u, p)[0], batch=_BATCH,
+    doc="The one-variable marginals of a chain, shape (..., m, K).")
+chain_pairwise_marginals = Primitive(
+    "chain_pairwise_marginals", lambda u, p: _both_marginals(u, p)[1], batch=_BATCH,
+    doc="The pairwise marginals of a chain's neighbours, shape (..., m - 1, K, K).")
+
+defvjp(chain_log_partition,
+       lambda g, ans, u, p: R.unbroadcast(R.multiply(R.reshape(g, R.shape(g) + (1, 1)),
+                                                     chain_unary_marginals(u, p)), R.shape(u)),
+       lambda g, ans, u, p: R.unbroadcast(R.multiply(R.reshape(g, R.shape(g) + (1, 1, 1)),
+                                                     chain_pairwise_marginals(u, p)),
+                                          R.shape(p)))
+defvjp(chain_unary_marginals, composite_vjp(_twin_unary, 0), composite_vjp(_twin_unary, 1))
+defvjp(chain_pairwise_marginals, composite_vjp(_twin_pairwise, 0),
+       composite_vjp(_twin_pairwise, 1))
