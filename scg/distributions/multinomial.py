@@ -6,7 +6,6 @@ import math
 
 import numpy as np
 
-from ..core.tape import Tracer, strip
 from ..kernels.special_primitives import lgamma
 from ..numpy import rules as R
 from . import constraints
@@ -49,8 +48,6 @@ class Multinomial(Distribution):
         if (probs is None) == (logits is None):
             raise ValueError("Multinomial: give exactly one of probs= or logits=")
         name, value = ("probs", probs) if probs is not None else ("logits", logits)
-        if isinstance(total_count, Tracer) and not isinstance(strip(total_count), np.ndarray):
-            total_count = strip(total_count)
         self.total_count, self.probs, self.logits = total_count, probs, logits
         shape = R.shape(value)
         if len(shape) < 1 or shape[-1] == 0:
@@ -92,7 +89,8 @@ class Multinomial(Distribution):
         positive = np.greater(value, 0.0)
         x = np.where(counts, value, 0.0)
         terms = x * np.where(positive, self._log_probs(), 0.0)
-        lp = (lgamma(np.asarray(plain(n), dtype=float) + 1.0) - np.sum(lgamma(x + 1.0), axis=-1)
+        # (total_count is a count: no derivative in it)
+        lp = (lgamma(R.stop_gradient(n) + 1.0) - np.sum(lgamma(x + 1.0), axis=-1)
               + np.sum(terms, axis=-1))
         return mask_outside(inside, lp)
 
