@@ -35,7 +35,9 @@ class Cauchy(LocationScale):
         return 0.5 + np.arctan((value - self.loc) / self.scale) / np.pi
 
     def icdf(self, u):
-        return self.loc + self.scale * np.tan(np.pi * (u - 0.5))
+        # tan(pi (u - 1/2)) = -1 / tan(pi u), with u - 1 for the upper half: each tail from
+        # its own side, no cancellation near 0 or 1
+        return self.loc - self.scale / np.tan(np.pi * np.where(np.less(u, 0.5), u, u - 1.0))
 
     @property
     def mean(self):

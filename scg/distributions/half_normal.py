@@ -54,7 +54,13 @@ class HalfNormal(Distribution):
                         0.0)
 
     def icdf(self, u):
-        return self.scale * ndtri(0.5 * (1.0 + u))
+        # scale sqrt(2) erfinv(u); near 0, (1 + u) / 2 would round u away, so the series
+        # erfinv(u) = sqrt(pi)/2 (u + pi u^3 / 12 + 7 pi^2 u^5 / 480 + ...) serves there
+        small = np.less(u, 1e-3)
+        us = np.where(small, u, 0.0)
+        series = math.sqrt(0.5 * math.pi) * us * (1.0 + math.pi / 12.0 * us ** 2
+                                                  + 7.0 * math.pi ** 2 / 480.0 * us ** 4)
+        return self.scale * np.where(small, series, ndtri(0.5 * (1.0 + np.where(small, 0.5, u))))
 
     @property
     def mean(self):
