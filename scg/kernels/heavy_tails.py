@@ -85,8 +85,8 @@ def studentt_score_and_path(z, g, df, loc, scale, x, scores, paths):
     """From standard normal z (n,) and standard Gamma(df / 2) draws g (n,): the draws
     x = loc + scale * z * sqrt(df / (2 g)) (a Student t: a normal over the root of a
     chi-square over df), the scores of (df, loc, scale) into scores (3, n) and the path
-    derivatives dx/d(df, loc, scale) into paths (3, n), the Gamma's by implicit
-    reparameterization at fixed CDF level."""
+    derivatives dx/d df (the Gamma's by implicit reparameterization at fixed CDF level)
+    and dx/d scale = t into paths (2, n); dx/d loc is 1."""
     const, dconst = _studentt_const(df), _studentt_dconst(df)
     half = 0.5 * df
     for i in range(z.shape[0]):
@@ -97,8 +97,7 @@ def studentt_score_and_path(z, g, df, loc, scale, x, scores, paths):
             scores[k, i] = _studentt(k + 2, xi, df, loc, scale, const, dconst)
         # t = z sqrt(df / (2 g(df / 2))): d t / d df = t / 2 (1 / df - (dg/da) / (2 g))
         paths[0, i] = scale * 0.5 * t * (1.0 / df - 0.5 * gamma_dxda_scalar(half, g[i]) / g[i])
-        paths[1, i] = 1.0
-        paths[2, i] = t
+        paths[1, i] = t
 
 
 # ---------------------------------------------------------------- Cauchy(loc, scale)
@@ -132,17 +131,14 @@ def cauchy_density_twin(which, x, loc, scale):
 
 
 @njit(cache=True, error_model="numpy")
-def cauchy_score_and_path(eps, loc, scale, x, scores, paths):
-    """From standard Cauchy noise eps (n,): draws loc + scale * eps, the scores of
-    (loc, scale) into scores (2, n), the path derivatives (1, eps) into paths (2, n)."""
+def cauchy_score_and_path(eps, loc, scale, x, scores):
+    """From standard Cauchy noise eps (n,): draws loc + scale * eps and the scores of
+    (loc, scale) into scores (2, n); the path derivatives are 1 and eps itself."""
     for i in range(eps.shape[0]):
-        e = eps[i]
-        xi = loc + scale * e
+        xi = loc + scale * eps[i]
         x[i] = xi
         scores[0, i] = _cauchy(2, xi, loc, scale)
         scores[1, i] = _cauchy(3, xi, loc, scale)
-        paths[0, i] = 1.0
-        paths[1, i] = e
 
 
 # ---------------------------------------------------------------- HalfNormal(scale), HalfCauchy(scale)
@@ -217,12 +213,10 @@ def scale_path_twin(which, eps, scale):
 
 
 @njit(cache=True, error_model="numpy")
-def half_score_and_path(cauchy, eps, scale, x, score, path):
+def half_score_and_path(cauchy, eps, scale, x, score):
     """From folded noise eps (n,) (|N(0, 1)|, or |Cauchy(0, 1)| when `cauchy`): draws
-    scale * eps, the score of scale and the path derivative eps."""
+    scale * eps and the score of scale; the path derivative is eps itself."""
     for i in range(eps.shape[0]):
-        e = eps[i]
-        xi = scale * e
+        xi = scale * eps[i]
         x[i] = xi
         score[i] = _half_cauchy(2, xi, scale) if cauchy else _half_normal(2, xi, scale)
-        path[i] = e

@@ -154,7 +154,7 @@ def test_fused_passes_of_the_new_families_match_the_primitives():
     z, u = rng.standard_normal(n), rng.uniform(0.05, 0.95, n)
     df, loc, scale = 3.5, 0.3, 1.7
     g = ss.gammaincinv(df / 2, u)
-    x, scores, paths = np.empty(n), np.empty((3, n)), np.empty((3, n))
+    x, scores, paths = np.empty(n), np.empty((3, n)), np.empty((2, n))
     H.studentt_score_and_path(z, g, df, loc, scale, x, scores, paths)
     np.testing.assert_allclose(x, loc + scale * z * np.sqrt(df / (2 * g)), rtol=1e-13)
     for k in range(3):
@@ -167,14 +167,14 @@ def test_fused_passes_of_the_new_families_match_the_primitives():
 
     np.testing.assert_allclose(paths[0], (draw(df + h) - draw(df - h)) / (2 * h), rtol=1e-6,
                                atol=1e-8)
-    np.testing.assert_allclose(paths[2], (x - loc) / scale, rtol=1e-13)
+    np.testing.assert_allclose(paths[1], (x - loc) / scale, rtol=1e-12)
     eps = rng.standard_cauchy(n)
-    x, scores, paths = np.empty(n), np.empty((2, n)), np.empty((2, n))
-    H.cauchy_score_and_path(eps, loc, scale, x, scores, paths)
+    x, scores = np.empty(n), np.empty((2, n))
+    H.cauchy_score_and_path(eps, loc, scale, x, scores)
     np.testing.assert_allclose(scores[1], H.cauchy_density_twin(3, x, loc, scale), rtol=1e-12)
     for cauchy, twin in ((False, H.half_normal_density_twin), (True, H.half_cauchy_density_twin)):
         e = np.abs(eps)
-        x, score, path = np.empty(n), np.empty(n), np.empty(n)
-        H.half_score_and_path(cauchy, e, scale, x, score, path)
+        x, score = np.empty(n), np.empty(n)
+        H.half_score_and_path(cauchy, e, scale, x, score)
         np.testing.assert_allclose(score, twin(2, x, scale), rtol=1e-12)
-        np.testing.assert_array_equal(path, e)
+        np.testing.assert_allclose(x, scale * e, rtol=1e-15)
