@@ -1,11 +1,13 @@
 """Per-sample scores and path derivatives: scg's numba kernels vs their numpy twins vs torch.
 
-For a Normal(0.3, 1.7) and a Gamma(2.5, 1.5), each system draws n samples and computes,
+For a Normal(0.3, 1.7), a Gamma(2.5, 1.5), a StudentT(3.5, 0.3, 1.7), a Cauchy(0.3, 1.7),
+a HalfNormal(1.7) and a HalfCauchy(1.7), each system draws n samples and computes,
 for every draw, the draw itself, the score d log p(x) / d theta and the path derivative
 dx / d theta for both parameters:
 
 * kernel: noise from numpy's Generator, the rest in scg's fused numba kernels;
-* twin:   the same noise, the rest in the plain-numpy twins of those kernels;
+* twin:   the same noise, the rest in plain numpy (the kernels' twins, or the same
+          formulas written by hand; the StudentT's Gamma derivative from scg's kernel);
 * torch:  torch.distributions with one parameter copy per draw (requires_grad), rsample,
           log_prob, and torch.autograd.grad for the scores and the path derivatives.
 
@@ -17,6 +19,7 @@ and the growth of the resident set's high-water mark (VmHWM, reset through
 /proc/self/clear_refs) during one call in a fresh process (all three systems, torch included).
 
     python benchmarks/distributions_bench.py [--repeats 5] [--sizes 1e6 1e7] [--full]
+        [--families normal gamma studentt cauchy halfnormal halfcauchy]
 
 The Gamma numpy twin iterates its series / continued fraction with whole-array
 numpy operations; at n = 1e7 it needs minutes and gigabytes, so it runs only
@@ -96,8 +99,108 @@ def gamma_torch(n, rng):
     return _torch(torch.distributions.Gamma, n, (CONC, RATE))
 
 
+# ---------------------------------------------------------------- StudentT, Cauchy, half families
+DF = 3.5
+
+
+def studentt_kernel(n, rng):
+    from scg.kernels.heavy_tails import studentt_score_and_path
+    z, g = rng.standard_normal(n), rng.standard_gamma(0.5 * DF, n)
+    x, scores, paths = np.empty(n), np.empty((3, n)), np.empty((2, n))
+    studentt_score_and_path(z, g, DF, LOC, SCALE, x, scores, paths)
+    return x, scores, (paths[0], np.broadcast_to(1.0, (n,)), paths[1])
+
+
+def studentt_twin(n, rng):
+    # numpy by hand; the Gamma's implicit derivative has no numpy form of comparable speed
+    # (its series), so both systems take it from scg's kernel
+    from scipy.special import digamma
+    from scg.kernels.implicit import gamma_dxda_kernel
+    from scg.kernels.primitives import run
+    z, g = rng.standard_normal(n), rng.standard_gamma(0.5 * DF, n)
+    t = z * np.sqrt(0.5 * DF / g)
+    x = LOC + SCALE * t
+    zz = t * t
+    q = DF + zz
+    s_df = (0.5 * (digamma(0.5 * (DF + 1)) - digamma(0.5 * DF)) - 0.5 / DF
+            - 0.5 * np.log1p(zz / DF) + 0.5 * (DF + 1) * zz / (DF * q))
+    s_loc = (DF + 1) * t / (SCALE * q)
+    s_scale = ((DF + 1) * zz / q - 1.0) / SCALE
+    dxda = run(gamma_dxda_kernel, 0, 0.5 * DF, g)
+    p_df = SCALE * 0.5 * t * (1.0 / DF - 0.5 * dxda / g)
+    return x, (s_df, s_loc, s_scale), (p_df, np.broadcast_to(1.0, (n,)), t)
+
+
+def studentt_torch(n, rng):
+    import torch
+    return _torch(torch.distributions.StudentT, n, (DF, LOC, SCALE))
+
+
+def cauchy_kernel(n, rng):
+    from scg.kernels.heavy_tails import cauchy_score_and_path
+    eps = rng.standard_cauchy(n)
+    x, scores = np.empty(n), np.empty((2, n))
+    cauchy_score_and_path(eps, LOC, SCALE, x, scores)
+    return x, scores, (np.broadcast_to(1.0, (n,)), eps)
+
+
+def cauchy_twin(n, rng):
+    eps = rng.standard_cauchy(n)
+    x = LOC + SCALE * eps
+    d = SCALE * (1.0 + eps * eps)
+    return x, (2.0 * eps / d, (eps * eps - 1.0) / d), (np.broadcast_to(1.0, (n,)), eps)
+
+
+def cauchy_torch(n, rng):
+    import torch
+    return _torch(torch.distributions.Cauchy, n, (LOC, SCALE))
+
+
+def _half_kernel(cauchy, n, rng):
+    from scg.kernels.heavy_tails import half_score_and_path
+    eps = np.abs(rng.standard_cauchy(n) if cauchy else rng.standard_normal(n))
+    x, score = np.empty(n), np.empty(n)
+    half_score_and_path(cauchy, eps, SCALE, x, score)
+    return x, (score,), (eps,)
+
+
+def halfnormal_kernel(n, rng):
+    return _half_kernel(False, n, rng)
+
+
+def halfcauchy_kernel(n, rng):
+    return _half_kernel(True, n, rng)
+
+
+def halfnormal_twin(n, rng):
+    eps = np.abs(rng.standard_normal(n))
+    return SCALE * eps, ((eps * eps - 1.0) / SCALE,), (eps,)
+
+
+def halfcauchy_twin(n, rng):
+    eps = np.abs(rng.standard_cauchy(n))
+    return SCALE * eps, ((eps * eps - 1.0) / (SCALE * (1.0 + eps * eps)),), (eps,)
+
+
+def halfnormal_torch(n, rng):
+    import torch
+    return _torch(torch.distributions.HalfNormal, n, (SCALE,))
+
+
+def halfcauchy_torch(n, rng):
+    import torch
+    return _torch(torch.distributions.HalfCauchy, n, (SCALE,))
+
+
 SYSTEMS = {"normal": {"kernel": normal_kernel, "twin": normal_twin, "torch": normal_torch},
-           "gamma": {"kernel": gamma_kernel, "twin": gamma_twin, "torch": gamma_torch}}
+           "gamma": {"kernel": gamma_kernel, "twin": gamma_twin, "torch": gamma_torch},
+           "studentt": {"kernel": studentt_kernel, "twin": studentt_twin,
+                        "torch": studentt_torch},
+           "cauchy": {"kernel": cauchy_kernel, "twin": cauchy_twin, "torch": cauchy_torch},
+           "halfnormal": {"kernel": halfnormal_kernel, "twin": halfnormal_twin,
+                          "torch": halfnormal_torch},
+           "halfcauchy": {"kernel": halfcauchy_kernel, "twin": halfcauchy_twin,
+                          "torch": halfcauchy_torch}}
 
 
 # ---------------------------------------------------------------- measurement
@@ -162,6 +265,8 @@ def main():
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--sizes", type=float, nargs="+", default=[1e6, 1e7])
     ap.add_argument("--worker", nargs=3)
+    ap.add_argument("--families", nargs="+", default=None,
+                    help=f"a subset of {', '.join(SYSTEMS)} (default: all)")
     ap.add_argument("--full", action="store_true",
                     help="also run the Gamma numpy twin at n >= 1e7 (minutes and gigabytes)")
     args = ap.parse_args()
@@ -172,6 +277,8 @@ def main():
     times, mem = {}, {}
     for n in [int(s) for s in args.sizes]:
         for family, systems in SYSTEMS.items():
+            if args.families and family not in args.families:
+                continue
             run = [s for s in systems if not _skip(family, s, n, args.full)]
             for s in run:                                   # warm up at full size
                 systems[s](n, np.random.default_rng(1))
@@ -194,6 +301,8 @@ def main():
     print("\nratios of median times (how many times faster the kernel is)")
     for n in [int(s) for s in args.sizes]:
         for family in SYSTEMS:
+            if (family, n, "kernel") not in times:
+                continue
             med = {s: np.median(times[(family, n, s)]) for s in SYSTEMS[family]
                    if (family, n, s) in times}
             line = f"{family:8} n={n:.0e}: torch/kernel {med['torch'] / med['kernel']:5.2f}x"

@@ -1,5 +1,6 @@
 """scg: gradients of expectations through stochastic computation graphs."""
 
+from ._version import __version__
 from . import numpy as _numpy_rules  # noqa: F401  (installs numpy dispatch on traced values)
 from .kernels import small as _small_kernels  # noqa: F401  (installs small-array loops)
 from . import distributions
@@ -19,7 +20,7 @@ from .stochastic.trace import Trace
 from .numpy.rules import (log_softmax, logsumexp, relu, sigmoid, softmax, softplus,
                           stop_gradient, take)
 
-__all__ = list(distributions.__all__) + [
+__all__ = list(distributions.__all__) + ["__version__",
     "grad", "value_and_grad", "jit", "jacobian", "hessian", "hvp", "stop_gradient",
     "sigmoid", "softplus", "relu", "logsumexp", "softmax", "log_softmax", "take",
     "sample", "cost", "factor", "markov", "plate", "mask", "all", "blackbox", "logmeanexp", "expectation", "grad_samples",

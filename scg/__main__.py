@@ -1,7 +1,8 @@
 """Command line: `python -m scg demo` runs the embedded worked example; `python -m scg compare
 FILE.py` runs the study of estimators that FILE.py defines.
 
-`python -m scg --help` (or `-h`, or `help`) lists the commands; `python -m scg demo --help`
+`python -m scg --version` prints scg's version. `python -m scg --help` (or `-h`, or `help`)
+lists the commands; `python -m scg demo --help`
 and `python -m scg compare --help` list their options. Wrong commands, options or values,
 and study files without what a study needs, exit with status 2 and a message that names
 what was wrong, followed by the usage.
@@ -76,6 +77,9 @@ def make_parser():
     """The argument parser of `python -m scg`: commands `demo`, `compare` and `help`."""
     parser = _Parser(prog=PROG, allow_abbrev=False,
                      description="scg: gradients of expectations on numpy.")
+    from ._version import __version__
+    parser.add_argument("--version", action="version", version=f"scg {__version__}",
+                        help="print scg's version and exit")
     commands = parser.add_subparsers(dest="command", title="commands", metavar="COMMAND",
                                      parser_class=_Parser)
     commands.required = True
@@ -155,7 +159,7 @@ def main(argv=None):
         if not argv:
             parser.error("a command is needed: demo (the worked example), compare (a study "
                          "file) or help")
-        if argv[0].startswith("-") and argv[0] not in ("-h", "--help"):
+        if argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version"):
             parser.error(f"unknown option {argv[0]!r}: the first argument is a command "
                          "(demo, compare or help)")
         args, extra = parser.parse_known_args(argv)

@@ -122,3 +122,32 @@ def test_demo_output_is_the_same_as_calling_the_demo(capsys):
 def test_demo_function_refuses_a_bad_n(n):
     with pytest.raises(ValueError, match="integer >= 2"):
         scg.demo.main(n=n)
+
+
+# ---------------------------------------------------------------- version
+def test_version_flag_prints_the_package_version(capsys):
+    import scg
+    status, out, err = in_process(["--version"], capsys)
+    assert status == 0 and err == ""
+    assert out.strip() == f"scg {scg.__version__}"
+    assert scg.__version__ != "unknown" and scg.__version__[0].isdigit()
+
+
+def test_version_in_a_subprocess():
+    import scg
+    status, out, err = run("--version")
+    assert status == 0 and out.strip() == f"scg {scg.__version__}", err
+
+
+def test_version_falls_back_to_pyproject(monkeypatch):
+    import importlib.metadata
+
+    from scg import _version
+
+    def missing(name):
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", missing)
+    text = (__import__("pathlib").Path(_version.__file__).resolve().parents[1]
+            / "pyproject.toml").read_text()
+    assert f'version = "{_version._version()}"' in text

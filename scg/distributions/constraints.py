@@ -114,6 +114,10 @@ def _half_open_unit_interval(x):
     return (x > 0) & (x <= 1)
 
 
+def _unit_interval_below_one(x):
+    return (x >= 0) & (x < 1)
+
+
 def _zero_or_one(x):
     return (x == 0) | (x == 1)
 
@@ -156,6 +160,7 @@ nonnegative = Constraint("nonnegative", _nonnegative)
 unit_interval = Constraint("in [0, 1]", _unit_interval)
 open_unit_interval = Constraint("in (0, 1)", _open_unit_interval)
 half_open_unit_interval = Constraint("in (0, 1]", _half_open_unit_interval)
+unit_interval_below_one = Constraint("in [0, 1)", _unit_interval_below_one)
 boolean = Constraint("0 or 1", _zero_or_one, discrete=True)
 nonnegative_integer = Constraint("a nonnegative integer", _nonnegative_integer, discrete=True)
 positive_integer = Constraint("a positive integer", _positive_integer, discrete=True)

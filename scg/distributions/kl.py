@@ -8,15 +8,20 @@ inside a model. `to_event` wrappers sum the divergence over their event dims.
 
 import numpy as np
 
+from ..core.tape import strip
 from ..kernels.special_primitives import digamma, lgamma
 from ..numpy import rules as R
 from .base import Independent
 from .bernoulli import Bernoulli
 from .beta import Beta
 from .categorical import Categorical
+from .cauchy import Cauchy
 from .dirichlet import Dirichlet
 from .exponential import Exponential
 from .gamma import Gamma
+from .half_cauchy import HalfCauchy
+from .half_normal import HalfNormal
+from .multinomial import Multinomial
 from .multivariate_normal import MultivariateNormal, triangular_solve
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical
@@ -132,3 +137,36 @@ def _dirichlet(p, q):
 @register_kl(Poisson, Poisson)
 def _poisson(p, q):
     return p.rate * (np.log(p.rate) - np.log(q.rate)) - p.rate + q.rate
+
+
+# ---------------------------------------------------------------- heavy tails, half families, counts
+@register_kl(Cauchy, Cauchy)
+def _cauchy(p, q):
+    # log(((s_p + s_q)^2 + (l_p - l_q)^2) / (4 s_p s_q))
+    return np.log((p.scale + q.scale) ** 2 + (p.loc - q.loc) ** 2) - np.log(4.0 * p.scale * q.scale)
+
+
+@register_kl(HalfCauchy, HalfCauchy)
+def _half_cauchy(p, q):
+    # both folded at 0, symmetric: the divergence of the Cauchy laws before folding
+    return 2.0 * np.log(p.scale + q.scale) - np.log(4.0 * p.scale * q.scale)
+
+
+@register_kl(HalfNormal, HalfNormal)
+def _half_normal(p, q):
+    ratio = p.scale / q.scale
+    return 0.5 * (ratio ** 2 - 1.0) - np.log(ratio)
+
+
+@register_kl(Multinomial, Multinomial)
+def _multinomial(p, q):
+    # n times the Categorical divergence, for the same total_count n
+    n_p = np.asarray(strip(p.total_count), dtype=float)
+    n_q = np.asarray(strip(q.total_count), dtype=float)
+    if n_p.shape != n_q.shape or np.any(n_p != n_q):
+        raise ValueError("kl_divergence: Multinomials of different total_count have different "
+                         "supports (the divergence is infinite or undefined); give both the "
+                         "same total_count")
+    lp, lq = p._log_probs(), q._log_probs()
+    pk = np.exp(lp)
+    return p.total_count * np.sum(np.where(np.greater(pk, 0.0), pk * (lp - lq), 0.0), axis=-1)

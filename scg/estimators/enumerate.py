@@ -51,10 +51,11 @@ class Enumerate(Estimator):
     # ------------------------------------------------------------ the support
     def check(self, name, dist):
         family = family_name(dist)
-        if family not in FAMILIES:
+        if family not in FAMILIES and not _declares_support(dist):
             raise EstimatorError(
                 f"site {name!r}: scg.Enumerate() sums over a finite support, and {family} has "
-                f"none; it serves {', '.join(FAMILIES)}. Use 'auto', scg.Score() or, with a "
+                f"none; it serves {', '.join(FAMILIES)} and every family with an "
+                "enumerate_support() method (Multinomial). Use 'auto', scg.Score() or, with a "
                 "sampling path, scg.Pathwise()")
         support_size(name, dist)
         require_open_probs(name, dist, "scg.Enumerate()")
@@ -87,8 +88,12 @@ class Enumerate(Estimator):
         size, shape, per_element = self._layout(d.name, d.dist, d.run.plates)
         joint_shape = tuple(1 if i in per_element else s for i, s in enumerate(shape))
         count = self.copies(d.name, d.dist, d.run.plates)
-        one_hot = isinstance(family_of(d.dist), OneHotCategorical)
-        values = _values(size, joint_shape, shape, count, one_hot)
+        if _declares_support(d.dist) and family_name(d.dist) not in FAMILIES:
+            values = _declared_values(_declared_support(d.name, d.dist), joint_shape, shape,
+                                      count)
+        else:
+            one_hot = isinstance(family_of(d.dist), OneHotCategorical)
+            values = _values(size, joint_shape, shape, count, one_hot)
         if count == 1:  # a support of one value: no copies of the run
             return np.broadcast_to(values[0], (d.rows,) + values.shape[1:])
         return values[d.copies.index(d.name)]
@@ -137,9 +142,36 @@ def _values(size, joint_shape, shape, count, one_hot):
     return values
 
 
+def _declares_support(dist):
+    """Does the family list its finite support itself (`enumerate_support()`, as in
+    torch.distributions)?"""
+    return callable(getattr(family_of(dist), "enumerate_support", None))
+
+
+def _declared_support(name, dist):
+    """The family's support, shape (S,) + event_shape, or EstimatorError saying why not."""
+    try:
+        return np.asarray(family_of(dist).enumerate_support(expand=False), dtype=float)
+    except ValueError as e:
+        raise EstimatorError(f"site {name!r}: scg.Enumerate() needs the support of "
+                             f"{family_name(dist)}: {e}") from None
+
+
+def _declared_values(support, joint_shape, shape, count):
+    """As `_values`, with value k of each variable the row k of `support` (S, *event)."""
+    size = support.shape[0]
+    digits = np.array(np.unravel_index(np.arange(count), (size,) * math.prod(joint_shape)))
+    table = np.broadcast_to(digits.T.reshape((count,) + joint_shape), (count,) + shape)
+    values = support[table]
+    values.flags.writeable = False
+    return values
+
+
 def support_size(name, dist):
     inner = family_of(dist)
     family = family_name(inner)
+    if family not in FAMILIES and _declares_support(inner):
+        return int(_declared_support(name, dist).shape[0])
     if family == "Bernoulli":
         return 2
     if family == "Categorical":

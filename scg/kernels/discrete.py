@@ -11,7 +11,8 @@ import numpy as np
 from numba import njit
 
 from .primitives import sig
-from .special_primitives import lgamma
+from .special import digamma_scalar
+from .special_primitives import digamma, lgamma
 
 
 # ---------------------------------------------------------------- Poisson(rate)
@@ -92,3 +93,77 @@ def binomial_density_twin(which, k, n, p):
                 + np.where(has_k, k * np.log(p_safe), 0.0)
                 + np.where(has_rest, (n - k) * np.log(q_safe), 0.0))
     return np.where(has_k, k / p_safe, 0.0) - np.where(has_rest, (n - k) / q_safe, 0.0)
+
+
+# ---------------------------------------------------------------- NegativeBinomial(total_count, probs)
+# k successes before the total_count-th failure, success probability p:
+# C(k + r - 1, k) p^k (1 - p)^r, r = total_count > 0 (real)
+@njit(cache=True, error_model="numpy")
+def _negative_binomial(which, k, r, p):
+    if which == 0:
+        out = math.lgamma(k + r) - math.lgamma(k + 1.0) - math.lgamma(r) + r * math.log1p(-p)
+        if k > 0:
+            out += k * math.log(p)
+        return out
+    if which == 2:
+        return digamma_scalar(k + r) - digamma_scalar(r) + math.log1p(-p)
+    d = -r / (1.0 - p)
+    if k > 0:
+        d += k / p
+    return d
+
+
+@njit(sig(3), cache=True, error_model="numpy")
+def negative_binomial_density(which, out, k, r, p):
+    for i in range(out.shape[0]):
+        for j in range(out.shape[1]):
+            out[i, j] = _negative_binomial(which, k[i, j], r[i, j], p[i, j])
+
+
+def negative_binomial_density_twin(which, k, r, p):
+    has_k = np.greater(k, 0)
+    p_safe = np.where(has_k, p, 1.0)
+    if which == 0:
+        return (lgamma(k + r) - lgamma(k + 1.0) - lgamma(r) + r * np.log1p(-p)
+                + np.where(has_k, k * np.log(p_safe), 0.0))
+    if which == 2:
+        return digamma(k + r) - digamma(r) + np.log1p(-p)
+    return np.where(has_k, k / p_safe, 0.0) - r / (1.0 - p)
+
+
+# the same with logits l = log(p / (1 - p)): log p = -softplus(-l), log(1 - p) = -softplus(l)
+@njit(cache=True, error_model="numpy")
+def _softplus_scalar(x):
+    return max(x, 0.0) + math.log1p(math.exp(-abs(x)))
+
+
+@njit(cache=True, error_model="numpy")
+def _negative_binomial_logits(which, k, r, logit):
+    if which == 0:
+        return (math.lgamma(k + r) - math.lgamma(k + 1.0) - math.lgamma(r)
+                - r * _softplus_scalar(logit) - k * _softplus_scalar(-logit))
+    if which == 2:
+        return digamma_scalar(k + r) - digamma_scalar(r) - _softplus_scalar(logit)
+    p = 1.0 / (1.0 + math.exp(-logit))
+    return k * (1.0 - p) - r * p
+
+
+@njit(sig(3), cache=True, error_model="numpy")
+def negative_binomial_logits_density(which, out, k, r, logit):
+    for i in range(out.shape[0]):
+        for j in range(out.shape[1]):
+            out[i, j] = _negative_binomial_logits(which, k[i, j], r[i, j], logit[i, j])
+
+
+def _softplus_twin(x):
+    return np.maximum(x, 0.0) + np.log1p(np.exp(-np.abs(x)))
+
+
+def negative_binomial_logits_density_twin(which, k, r, logit):
+    if which == 0:
+        return (lgamma(k + r) - lgamma(k + 1.0) - lgamma(r) - r * _softplus_twin(logit)
+                - k * _softplus_twin(-logit))
+    if which == 2:
+        return digamma(k + r) - digamma(r) - _softplus_twin(logit)
+    p = 1.0 / (1.0 + np.exp(-logit))
+    return k * (1.0 - p) - r * p

@@ -20,6 +20,8 @@ import math
 import numpy as np
 from numba import njit
 
+from .primitives import sig
+
 from .special import digamma_scalar, digamma_twin
 
 _EPS = 1e-16
@@ -75,7 +77,9 @@ def gamma_dxda_scalar(a, x):
     return x * ((lx - digamma_scalar(a)) * h + dh)
 
 
-@njit(cache=True, error_model="numpy")
+# (one declared signature, as every kernel that `primitives.run` may call through the
+# compiled entry point: an overload compiled for other layouts would read its arrays wrong)
+@njit(sig(2), cache=True, error_model="numpy")
 def gamma_dxda_kernel(which, out, a, x):
     for i in range(out.shape[0]):
         for j in range(out.shape[1]):
@@ -154,7 +158,7 @@ def beta_dx_scalar(which, a, b, x):
     return -dIa if which == 0 else -dIb
 
 
-@njit(cache=True, error_model="numpy")
+@njit(sig(3), cache=True, error_model="numpy")
 def beta_dx_kernel(which, out, a, b, x):
     for i in range(out.shape[0]):
         for j in range(out.shape[1]):

@@ -25,6 +25,16 @@ BAD = [
     (scg.Binomial, dict(total_count=2.5, probs=0.5), "total_count", "integer"),
     (scg.Binomial, dict(total_count=3, probs=1.5), "probs", "[0, 1]"),
     (scg.Geometric, dict(probs=0.0), "probs", "(0, 1]"),
+    (scg.StudentT, dict(df=np.array([1.0, 0.0]), loc=0.0, scale=1.0), "df", "1 of 2"),
+    (scg.StudentT, dict(df=3.0, loc=0.0, scale=-1.0), "scale", "positive"),
+    (scg.Cauchy, dict(loc=np.nan, scale=1.0), "loc", "real"),
+    (scg.HalfNormal, dict(scale=0.0), "scale", "positive"),
+    (scg.HalfCauchy, dict(scale=np.array([1.0, -2.0])), "scale", "1 of 2"),
+    (scg.NegativeBinomial, dict(total_count=0.0, probs=0.5), "total_count", "positive"),
+    (scg.NegativeBinomial, dict(total_count=2.0, probs=1.0), "probs", "[0, 1)"),
+    (scg.Multinomial, dict(total_count=2.5, probs=np.array([0.5, 0.5])), "total_count",
+     "integer"),
+    (scg.Multinomial, dict(total_count=3, probs=np.array([0.5, 0.6])), "probs", "summing to 1"),
 ]
 
 

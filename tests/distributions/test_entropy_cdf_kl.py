@@ -27,6 +27,11 @@ FAMILIES = {
     "Beta": (lambda t: scg.Beta(t[0], t[1]), [2.0, 3.0], stats.beta(2.0, 3.0), False),
     "Bernoulli": (lambda t: scg.Bernoulli(probs=t[0]), [0.3], stats.bernoulli(0.3), False),
     "Geometric": (lambda t: scg.Geometric(t[0]), [0.3], stats.geom(0.3, loc=-1), False),
+    "Cauchy": (lambda t: scg.Cauchy(t[0], t[1]), [0.3, 1.7], stats.cauchy(0.3, 1.7), True),
+    "HalfNormal": (lambda t: scg.HalfNormal(t[0]), [1.7], stats.halfnorm(scale=1.7), True),
+    "HalfCauchy": (lambda t: scg.HalfCauchy(t[0]), [1.7], stats.halfcauchy(scale=1.7), True),
+    "StudentT": (lambda t: scg.StudentT(t[0], t[1], t[2]), [3.5, 0.3, 1.7],
+                 stats.t(3.5, 0.3, 1.7), False),
 }
 
 
@@ -40,7 +45,12 @@ def test_entropy_cdf_icdf_against_scipy(name):
                                    ref.cdf([-0.5, 0.0, 0.5, 1.0, 3.0]), rtol=1e-12)
     if closed:
         np.testing.assert_allclose(d.cdf(X), ref.cdf(X), rtol=1e-12, atol=1e-15)
-        np.testing.assert_allclose(d.icdf(U), ref.ppf(U), rtol=1e-9)
+        if name == "HalfNormal":  # (scipy's ppf rounds (1 + u) / 2: at 1e-12 it is 1e-4 off)
+            assert float(d.icdf(U[0])) == pytest.approx(np.sqrt(np.pi / 2) * 1.7 * U[0],
+                                                        rel=1e-12)
+            np.testing.assert_allclose(d.icdf(U[1:]), ref.ppf(U[1:]), rtol=1e-9)
+        else:
+            np.testing.assert_allclose(d.icdf(U), ref.ppf(U), rtol=1e-9)
         np.testing.assert_allclose(d.cdf(d.icdf(U[1:-1])), U[1:-1], rtol=1e-12)
     elif name not in ("Bernoulli", "Geometric"):
         with pytest.raises(NotImplementedError, match=f"{name} has no closed-form cdf"):
@@ -103,6 +113,21 @@ def test_kl_divergences_against_quadrature_and_sums():
         5 * mc.std() / np.sqrt(mc.size)
     both = kl(scg.Normal(np.zeros(3), 1.0).to_event(1), scg.Normal(np.ones(3), 2.0).to_event(1))
     assert both == pytest.approx(3 * kl(scg.Normal(0.0, 1.0), scg.Normal(1.0, 2.0)))
+    assert kl(scg.Cauchy(0.3, 1.2), scg.Cauchy(-0.5, 0.7)) == pytest.approx(
+        _quad_kl(stats.cauchy(0.3, 1.2), stats.cauchy(-0.5, 0.7), -np.inf, np.inf), rel=1e-8)
+    assert kl(scg.HalfCauchy(1.2), scg.HalfCauchy(0.7)) == pytest.approx(
+        _quad_kl(stats.halfcauchy(scale=1.2), stats.halfcauchy(scale=0.7), 0, np.inf), rel=1e-8)
+    assert kl(scg.HalfNormal(1.2), scg.HalfNormal(0.7)) == pytest.approx(
+        _quad_kl(stats.halfnorm(scale=1.2), stats.halfnorm(scale=0.7), 0, 30), rel=1e-9)
+    pm, qm = np.array([0.2, 0.5, 0.3]), np.array([0.4, 0.4, 0.2])
+    support = scg.Multinomial(4, probs=pm).enumerate_support(expand=False)
+    ref = sum(stats.multinomial(4, pm).pmf(x) * (stats.multinomial(4, pm).logpmf(x)
+                                                   - stats.multinomial(4, qm).logpmf(x))
+              for x in support)
+    assert kl(scg.Multinomial(4, probs=pm), scg.Multinomial(4, probs=qm)) == \
+        pytest.approx(ref, rel=1e-10)
+    with pytest.raises(ValueError, match="same total_count"):
+        kl(scg.Multinomial(4, probs=pm), scg.Multinomial(3, probs=qm))
     with pytest.raises(NotImplementedError, match="no closed form for Normal from Laplace"):
         kl(scg.Normal(0.0, 1.0), scg.Laplace(0.0, 1.0))
     with pytest.raises(ValueError, match="different event dims"):
@@ -110,6 +135,7 @@ def test_kl_divergences_against_quadrature_and_sums():
 
 
 @pytest.mark.parametrize("what", ["normal_cdf_icdf", "lognormal", "gamma_entropy_kl",
+                                  "studentt_entropy", "cauchy_kl_cdf", "half_families",
                                   "beta_kl", "dirichlet_kl", "bernoulli_kl", "mvn_kl"])
 def test_derivatives_to_second_order(what):
     fns = {
@@ -121,6 +147,13 @@ def test_derivatives_to_second_order(what):
         "gamma_entropy_kl": (lambda t: scg.Gamma(t[0], t[1]).entropy() +
                              scg.kl_divergence(scg.Gamma(t[0], t[1]), scg.Gamma(2.0, 1.0)),
                              [2.5, 1.5]),
+        "studentt_entropy": (lambda t: scg.StudentT(t[0], 0.0, t[1]).entropy(), [3.5, 1.5]),
+        "cauchy_kl_cdf": (lambda t: scg.kl_divergence(scg.Cauchy(t[0], t[1]), scg.Cauchy(
+            0.2, 0.9)) + scg.Cauchy(t[0], t[1]).cdf(0.4) + scg.Cauchy(t[0], t[1]).icdf(0.3),
+            [0.3, 1.2]),
+        "half_families": (lambda t: scg.kl_divergence(scg.HalfNormal(t[0]), scg.HalfNormal(
+            t[1])) + scg.HalfCauchy(t[0]).cdf(0.7) + scg.HalfNormal(t[1]).icdf(0.4)
+            + scg.kl_divergence(scg.HalfCauchy(t[0]), scg.HalfCauchy(t[1])), [1.3, 0.6]),
         "beta_kl": (lambda t: scg.kl_divergence(scg.Beta(t[0], t[1]), scg.Beta(1.5, 0.7)),
                     [2.0, 3.0]),
         "dirichlet_kl": (lambda t: scg.kl_divergence(scg.Dirichlet(t), scg.Dirichlet(

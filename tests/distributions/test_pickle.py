@@ -45,8 +45,13 @@ def same_behaviour(a, b):
             np.testing.assert_array_equal(v, b.params[k])
     # Derived stats may take another route after unpickling (a broadcast parameter comes
     # back as a contiguous copy, and R.sigmoid loops only over small contiguous input).
-    same_stat(b.mean, a.mean)
-    same_stat(b.variance, a.variance)
+    try:
+        mean, variance = a.mean, a.variance
+    except NotImplementedError:  # (no closed form: a TransformedDistribution through exp)
+        mean = variance = None
+    if mean is not None:
+        same_stat(b.mean, mean)
+        same_stat(b.variance, variance)
     values = a.sample(np.random.default_rng(0), (4,))
     again = b.sample(np.random.default_rng(0), (4,))
     if "scale_tril" in a.params:

@@ -258,6 +258,18 @@ def distribution_examples():
         "Geometric": scg.Geometric(0.3),
         "OneHotCategorical": scg.OneHotCategorical(probs=np.array([0.2, 0.3, 0.5])),
         "Independent": scg.Normal(np.zeros(3), np.ones(3)).to_event(1),
+        "StudentT": scg.StudentT(4.0, 0.5, 1.5),
+        "Cauchy": scg.Cauchy(0.5, 1.5),
+        "HalfNormal": scg.HalfNormal(1.5),
+        "HalfCauchy": scg.HalfCauchy(1.5),
+        "NegativeBinomial": scg.NegativeBinomial(3.0, logits=0.2),
+        "Multinomial": scg.Multinomial(4, probs=np.array([0.2, 0.3, 0.5])),
+        "MixtureSameFamily": scg.MixtureSameFamily(
+            scg.Categorical(probs=np.array([0.4, 0.6])),
+            scg.Normal(np.array([-1.0, 1.0]), np.array([0.5, 2.0]))),
+        "TransformedDistribution": scg.TransformedDistribution(
+            scg.Normal(0.2, 0.7), [scg.transforms.AffineTransform(1.0, 2.0),
+                                   scg.transforms.ExpTransform()]),
     }
 
 
