@@ -6,7 +6,7 @@ The table of options, and each option's objective and bias, is in the function's
 import numpy as np
 
 from ..numpy.rules import stop_gradient
-from .losses import AGGREGATES, _aggregate, _shape, check_choice, check_mask
+from .losses import AGGREGATES, _aggregate, _shape, broadcasts, check_choice, check_mask
 
 ESTIMATORS = ("k1", "k2", "k3")
 WHERE = ("reward", "loss")
@@ -57,7 +57,7 @@ def kl_penalty(logp, logp_ref, mask, estimator="k1", where="reward", *, aggregat
     check_choice("kl_penalty", "where", where, WHERE)
     shape = _shape("kl_penalty", "logp", logp)
     m = check_mask("kl_penalty", mask, shape)
-    if np.broadcast_shapes(_shape("kl_penalty", "logp_ref", logp_ref), shape) != shape:
+    if not broadcasts(_shape("kl_penalty", "logp_ref", logp_ref), shape):
         raise ValueError(f"scg.rl.kl_penalty: logp_ref has shape {np.shape(logp_ref)}, logp {shape}; "
                          f"give both per token, (batch, tokens)")
     if where == "loss":

@@ -30,10 +30,18 @@ def check_mask(fn, mask, shape):
         if np.any(bad):
             raise ValueError(f"scg.rl.{fn}: mask must hold only 0 and 1 (or be boolean), got "
                              f"{m[bad].ravel()[:3].tolist()}; pass a boolean mask such as attention_mask == 1")
-    if m.ndim < 2 or np.broadcast_shapes(m.shape, tuple(shape)) != tuple(shape):
+    if m.ndim < 2 or not broadcasts(m.shape, shape):
         raise ValueError(f"scg.rl.{fn}: mask has shape {m.shape}, which does not match logp's shape "
                          f"{tuple(shape)}; both are (batch, tokens), with the same leading axes")
     return m.astype(float)
+
+
+def broadcasts(a, shape):
+    """True when an array of shape `a` broadcasts to `shape` (without raising)."""
+    try:
+        return np.broadcast_shapes(tuple(a), tuple(shape)) == tuple(shape)
+    except ValueError:
+        return False
 
 
 def _shape(fn, arg, x, min_ndim=2):
@@ -164,7 +172,7 @@ def policy_loss(logp, logp_old, adv, mask, kind="ppo", clip=(0.2, 0.2), aggregat
     if logp_old is None:
         logp_old = stop_gradient(logp)
     else:
-        if np.broadcast_shapes(_shape("policy_loss", "logp_old", logp_old), shape) != shape:
+        if not broadcasts(_shape("policy_loss", "logp_old", logp_old), shape):
             raise ValueError(f"scg.rl.policy_loss: logp_old has shape {np.shape(logp_old)}, logp {shape}; "
                              f"give both per token, (batch, tokens)")
         logp_old = stop_gradient(logp_old)
