@@ -5,6 +5,7 @@ The table of options, and each option's objective and bias, is in the function's
 
 import numpy as np
 
+from ..core.tape import Tracer
 from .losses import check_choice
 
 KINDS = ("grpo", "dr_grpo", "rloo", "reinforce++", "reinforce++_baseline", "none")
@@ -47,14 +48,15 @@ def advantages(rewards, groups, kind="grpo", *, eps=1e-4):
         [1.0, -1.0, 0.0, 0.0]
     """
     check_choice("advantages", "kind", kind, KINDS)
-    r = np.asarray(rewards, dtype=float)
-    if r.ndim < 1 or r.shape[-1] == 0:
+    # (a value recorded by scg.jit stays one: np.asarray would make a replay require the same rewards)
+    r = rewards * 1.0 if isinstance(rewards, Tracer) else np.asarray(rewards, dtype=float)
+    if len(r.shape) < 1 or r.shape[-1] == 0:
         raise ValueError(f"scg.rl.advantages: rewards must have shape (batch,), one per sequence; got shape {r.shape}")
     if not np.all(np.isfinite(r)):
         raise ValueError("scg.rl.advantages: rewards must be finite numbers; found nan or inf")
     B = r.shape[-1]
     if kind in ("none", "reinforce++"):
-        return r.copy() if kind == "none" else _whiten(r, eps)
+        return r * 1.0 if kind == "none" else _whiten(r, eps)
     index = _group_index(groups, B)
     sizes = np.bincount(index)
     sizes = sizes[sizes > 0]
@@ -76,7 +78,7 @@ def advantages(rewards, groups, kind="grpo", *, eps=1e-4):
 def _whiten(x, eps):
     if x.shape[-1] < 2:
         raise ValueError("scg.rl.advantages: batch whitening needs at least 2 sequences in the batch")
-    return (x - x.mean(axis=-1, keepdims=True)) / (x.std(axis=-1, ddof=1, keepdims=True) + eps)
+    return (x - np.mean(x, axis=-1, keepdims=True)) / (np.std(x, axis=-1, ddof=1, keepdims=True) + eps)
 
 
 def _group_index(groups, B):
@@ -96,6 +98,11 @@ def _group_index(groups, B):
 
 def _group_reduce(r, index, fn):
     """fn over each group along the last axis, broadcast back to every member."""
+    sizes = np.bincount(index)
+    if np.all(sizes == sizes[0]) and np.array_equal(index, np.arange(len(index)) // sizes[0]):
+        # consecutive groups of one size: one reshape (a loop per group is slow for many prompts)
+        x = np.reshape(r, tuple(r.shape[:-1]) + (len(sizes), int(sizes[0])))
+        return np.reshape(np.broadcast_to(fn(x, axis=-1)[..., None], x.shape), r.shape)
     out = np.empty_like(r)
     for k in range(index.max() + 1):
         sel = index == k

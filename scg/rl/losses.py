@@ -5,7 +5,7 @@ The table of options, and each option's objective and bias, is in the function's
 
 import numpy as np
 
-from ..core.tape import Tracer
+from ..core.tape import Box, Tracer
 from ..numpy.rules import stop_gradient
 
 KINDS = ("reinforce", "ppo", "gspo", "cispo", "tis")
@@ -18,22 +18,25 @@ def check_choice(fn, arg, value, choices):
 
 
 def check_mask(fn, mask, shape):
-    """The mask as a float array of 0 and 1 that broadcasts to `shape` (batch..., tokens)."""
-    if isinstance(mask, Tracer):
-        raise TypeError(f"scg.rl.{fn}: mask must be a plain boolean (or 0/1) array, not a traced value; "
-                        f"compute it from the token ids, e.g. tokens != pad_id")
-    m = np.asarray(mask)
+    """The mask as floats 0 and 1 that broadcast to `shape` (batch..., tokens)."""
+    if isinstance(mask, Box):
+        raise TypeError(f"scg.rl.{fn}: mask must be a plain boolean (or 0/1) array, not a value being "
+                        f"differentiated; compute it from the token ids, e.g. tokens != pad_id")
+    # (under scg.jit the mask is a recorded value: read through numpy functions, not np.asarray,
+    # so that a replay checks the new mask instead of requiring the old one)
+    m = mask if isinstance(mask, Tracer) else np.asarray(mask)
     if m.dtype != bool:
         if not (np.issubdtype(m.dtype, np.integer) or np.issubdtype(m.dtype, np.floating)):
             raise TypeError(f"scg.rl.{fn}: mask must be boolean or 0/1 numbers, got dtype {m.dtype}")
-        bad = ~((m == 0) | (m == 1))
-        if np.any(bad):
+        if np.any((m != 0) & (m != 1)):
+            plain = np.asarray(m)
             raise ValueError(f"scg.rl.{fn}: mask must hold only 0 and 1 (or be boolean), got "
-                             f"{m[bad].ravel()[:3].tolist()}; pass a boolean mask such as attention_mask == 1")
-    if m.ndim < 2 or not broadcasts(m.shape, shape):
-        raise ValueError(f"scg.rl.{fn}: mask has shape {m.shape}, which does not match logp's shape "
+                             f"{plain[(plain != 0) & (plain != 1)].ravel()[:3].tolist()}; pass a boolean "
+                             f"mask such as attention_mask == 1")
+    if len(m.shape) < 2 or not broadcasts(m.shape, shape):
+        raise ValueError(f"scg.rl.{fn}: mask has shape {tuple(m.shape)}, which does not match logp's shape "
                          f"{tuple(shape)}; both are (batch, tokens), with the same leading axes")
-    return m.astype(float)
+    return np.where(m != 0, 1.0, 0.0)
 
 
 def broadcasts(a, shape):
