@@ -78,7 +78,8 @@ class Study:
     - `.max_error`: the largest coordinate of expected - exact;
     - `.variance`: the total variance (trace of the covariance) of one group's update;
 
-    and `res.exact` is the exact gradient of E[R] - beta KL(pi || pi_ref), shaped like params.
+    and `res.exact` is the exact gradient of E[R] - beta KL(pi || pi_ref), shaped like params;
+    `res.info` holds the sizes (sequences, groups) and the settings of the study.
     """
 
     def __init__(self, rows, exact, info):
