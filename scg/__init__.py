@@ -34,3 +34,5 @@ from . import nn, optim  # noqa: E402  (functional layers and optimizers over py
 from .studies import Comparison, compare, grad_samples  # noqa: E402
 from .core.progress import progress  # noqa: E402
 __all__ += ["nn", "optim", "progress", "compare", "Comparison"]
+from . import rl  # noqa: E402  (RL fine-tuning losses and their exact study)
+__all__ += ["rl"]

@@ -1229,7 +1229,14 @@ def _by_dot(a, b):
 
 
 def _matmul(a, b):
-    return a.dot(b) if _by_dot(a, b) else np.matmul(a, b)
+    if _by_dot(a, b):
+        return a.dot(b)
+    if (type(a) is np.ndarray and type(b) is np.ndarray and a.ndim > 2 and b.ndim == 2
+            and a.size and a.flags.c_contiguous):
+        # stacked rows times one matrix: one product of all the rows (np.matmul makes one
+        # small product per leading index: 10x to 20x slower for (512, 8, 33) @ (33, 64))
+        return a.reshape(-1, a.shape[-1]).dot(b).reshape(a.shape[:-1] + (b.shape[1],))
+    return np.matmul(a, b)
 
 
 def _inline_matmul(args, kwargs, ans, exprs, named, const):

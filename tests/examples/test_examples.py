@@ -199,3 +199,12 @@ def test_one_script_makes_every_picture_in_the_docs(tmp_path):
     made = make_images.main(["--quick", "--out", str(tmp_path)])
     assert sorted(p.name for p in made) == pngs(tmp_path)
     assert pngs(tmp_path) == sorted(p.name for p in (root / "docs" / "images").glob("*.png"))
+
+
+def test_rl_losses(tmp_path):
+    curves = load("rl_losses").main(steps=30, prompts=8, group=4, out_dir=tmp_path)
+    assert list(curves) == ["GRPO", "DAPO", "Dr. GRPO", "RLOO"]
+    for recipe, c in curves.items():
+        assert c.shape == (30, 2) and np.all(np.isfinite(c))
+        assert c[-6:, 0].mean() > c[:6, 0].mean() + 0.2, recipe   # the reward goes up
+    assert pngs(tmp_path) == ["rl_losses.png"]
