@@ -1,20 +1,27 @@
-"""scg.jit: what the function reads of its arguments decides whether a replay applies.
+"""The contract, guards on what ran: the arguments by structure, dtype and shape, values
+Python read from them, and identities the code compared; and two recordings that agree.
 
-Shapes, dtypes and Python types of the arguments are part of the key of a recording;
-values that Python code reads (control flow on sums, boolean masks, integers used as axes
-or sizes, hashes, str(), float() and int() conversions, signed zeros, indices) are guarded.
-A changed value gives another recording or runs afresh, so every call gives the eager
-result; the one known limit (isinstance tests on recorded values) is marked xfail.
+Shapes, dtypes and Python types of the arguments are part of the key of a recording, and
+Python numbers are keyed by their bits (0.0 and -0.0, NaNs of either sign differ); values
+that Python code reads (control flow on sums, boolean masks, integers used as axes or
+sizes, hashes, str(), float() and int() conversions, signed zeros, indices) are guarded;
+objects and modules passed as arguments are keyed by their attributes; `data is G` on an
+argument gives the eager answer. A changed value gives another recording or runs afresh, so
+every call gives the eager result; the one known limit (isinstance tests on recorded
+values) is marked xfail. A function that changes what it reads never agrees with itself
+and is never replayed (`validate=2`).
 """
 
 import math
+import tempfile
+import types
 
 import numpy as np
 import pytest
 
 import scg
 
-from .compare import assert_same, check_values as check, compare_loop, pair
+from .compare import assert_same, check_values as check, compare_loop, pair, same_values
 
 
 def test_argument_shape_change_gives_eager_answers():
@@ -245,3 +252,144 @@ def test_a_numpy_function_that_inspects_a_value_is_a_guarded_read():
         assert jitted(a) == f(a)
     # (a switch of branch: the first recording of the other branch is watched again)
     assert jitted.stats["replays"] >= 1 and "np.any" not in jitted.explain()
+
+
+# ---------------------------------------------------------------- arguments keyed by bits
+def _sign_of(c):
+    if type(c) is complex:
+        return np.arctan2(c.imag, -1.0)
+    return np.copysign(1.0, c)
+
+
+@pytest.mark.parametrize("old, new", [(0j, -0j), (complex(1, 0.0), complex(1, -0.0)),
+                                      (math.nan, -math.nan), (0.0, -0.0)])
+@pytest.mark.parametrize("how", ["positional", "in a dict", "keyword", "dict key"])
+def test_arguments_equal_but_different_are_other_keys(old, new, how):
+    def step(theta, c=None):
+        if type(c) is dict:
+            (k, v), = c.items()
+            c = k if how == "dict key" else v
+        return theta * _sign_of(c)
+
+    def call(f, c):
+        theta = np.array([1.0])
+        if how == "positional":
+            return f(theta, c)
+        if how == "keyword":
+            return f(theta, c=c)
+        return f(theta, {c: 1} if how == "dict key" else {"c": c})
+
+    jitted = scg.jit(step)
+    for c in [old] * 4 + [new] * 3:
+        assert_same(call(step, c), call(jitted, c))
+    assert jitted.stats["replays"] > 0
+
+
+class _ScaledArray(np.ndarray):
+    scale = 1.0
+
+
+def test_an_array_subclass_argument_keys_by_its_attributes():
+    def step(theta, a):
+        return theta * a.scale
+
+    jitted = scg.jit(step)
+    theta = np.array([1.0])
+    a = np.array([1.0]).view(_ScaledArray)
+    for scale in (1.0, 1.0, 1.0, 3.0, 3.0):
+        a.scale = scale
+        assert_same(jitted(theta, a), step(theta, a))
+
+
+def test_a_module_passed_as_an_argument_keys_by_its_settings():
+    cfg = types.ModuleType("scg_test_argument_module")
+    cfg.SCALE = 1.0
+
+    def step(theta, settings):
+        return theta * settings.SCALE
+
+    jitted = scg.jit(step)
+    theta = np.array([1.0])
+    for scale in (1.0, 1.0, 1.0, 3.0, 3.0):
+        cfg.SCALE = scale
+        assert_same(jitted(theta, cfg), step(theta, cfg))
+
+
+def test_a_module_attribute_read_through_a_name_from_an_argument_is_seen():
+    settings = types.ModuleType("scg_test_computed")
+    settings.scale_a = 2.0
+    settings.scale_b = 5.0
+
+    def f(x, which):
+        return getattr(settings, "scale_" + which) * x
+    jf = scg.jit(f)
+    x = np.array([1.0, 2.0])
+    for _ in range(4):
+        assert same_values(jf(x, "a"), f(x, "a"))
+    assert jf.stats["replays"] > 0, jf.explain()
+    settings.scale_a = 3.0
+    assert same_values(jf(x, "a"), f(x, "a"))
+    settings.scale_c = 7.0  # (an attribute added later, read by a name not seen before)
+    assert same_values(jf(x, "c"), f(x, "c"))
+
+
+def test_minibatches_as_memmap_slices_replay_each_batch():
+    """Slices of an np.memmap passed as arguments are arrays like any other."""
+    path = tempfile.mktemp(suffix=".dat")
+    data = np.memmap(path, dtype=float, mode="w+", shape=(40, 3))
+    data[:] = np.random.default_rng(1).normal(size=(40, 3))
+    w = np.array([0.5, -1.0, 2.0])
+
+    def step(w, batch):
+        def model():
+            z = scg.sample("z", scg.Normal(batch @ w, 1.0))
+            return np.sum(z ** 2)
+        return scg.grad(lambda w: scg.expectation(model, n=4, seed=0))(w)
+    jitted = scg.jit(step)
+    for k in range(10):
+        batch = data[4 * k:4 * k + 4]
+        assert np.allclose(jitted(w, batch), step(w, batch), rtol=1e-12, atol=0)
+    assert jitted.stats["replays"] >= 6, jitted.explain()
+
+
+# ---------------------------------------------------------------- identities
+_G = np.array([1.0, 2.0])
+
+
+def _identity_model(data):
+    return data * (2.0 if data is _G else 3.0)
+
+
+def test_an_identity_test_on_an_argument_gives_the_eager_answer():
+    jf = scg.jit(_identity_model)
+    other = np.array([1.0, 2.0])
+    for data in [_G, _G, other, other, other, _G, other]:
+        np.testing.assert_array_equal(jf(data), _identity_model(data))
+
+
+def test_identity_of_an_argument_in_a_model():
+    table = np.array([0.5, 1.5])
+
+    def model(data):
+        x = scg.sample("x", scg.Normal(0.0, 1.0))
+        return (x - (10.0 if data is table else 0.0) * data[0]) ** 2
+    E, Ej = scg.expectation(model, n=4, seed=2), scg.expectation(model, n=4, seed=2)
+    jf = scg.jit(lambda d: Ej(d))
+    for data in [table, np.array([0.5, 1.5]), table]:
+        np.testing.assert_array_equal(jf(data), E(data))
+
+
+# ---------------------------------------------------------------- two recordings agree
+def test_a_function_that_changes_what_it_reads_is_never_replayed():
+    state = {"n": 0}
+    history = []
+
+    def f(x):
+        state["n"] += 1
+        history.append(state["n"])
+        return x * state["n"]
+    jf = scg.jit(f)
+    for k in range(1, 8):
+        np.testing.assert_array_equal(jf(np.ones(1)), [float(k)])
+    assert history == list(range(1, 8))
+    assert jf.stats["replays"] == 0

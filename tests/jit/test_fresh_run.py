@@ -1,4 +1,4 @@
-"""scg.jit: a replayed call gives the numbers of an eager call.
+"""The contract, a replay gives a fresh run's numbers and side effects.
 
 The same sequence of calls runs twice: eagerly, and through `scg.jit` with expectations
 built with the same seed (so both draw the same random numbers from the same generator
@@ -7,10 +7,17 @@ bit for bit. Covered: value and gradient of expectations, training steps with op
 models written as closures, partials, bound methods and plate returns, Hessians, argument
 and result structures (dicts, lists, namedtuples, user objects, deques), Python numbers
 and integer or float32 arguments, and the known last-bit differences of gradients.
+The side effects scg itself has: `E.last_trace` and `E.last_aux` hold the replay's
+values, warnings are raised, a restored checkpoint of the kept state (baselines, tuning)
+is the one replays use, parameter validation turned back on checks a replay, and in-place
+updates and values stored outside the call happen as eagerly. (The numbers of particular
+recordings: test_fresh_run_*.py.)
 """
 
 import collections
+import copy
 import functools
+import warnings
 
 import numpy as np
 import pytest
@@ -327,17 +334,169 @@ def test_jit_as_a_method_decorator():
     np.testing.assert_array_equal(Model().loss(np.ones(2)), 2.0 * np.ones(2))
 
 
-def test_take_of_a_plain_table_by_a_draw_replays():
-    """The getting-started bandit: scg.take of a plain table by a categorical draw."""
-    rewards = np.array([1.0, 4.0, 9.0])
 
-    def model(logits):
-        arm = scg.sample("arm", scg.Categorical(logits=logits))
-        return -scg.take(rewards, arm)
+# ---------------------------------------------------------------- scg's side effects
+def _monitored(mu):
+    x = scg.sample("x", scg.Normal(mu, 1.0), estimator="score")
+    scg.cost("fit", (x - 1.0) ** 2)
 
-    E, E2 = (scg.expectation(model, n=200, seed=4) for _ in range(2))
-    step = scg.jit(scg.grad(E))
-    logits = np.array([0.1, -0.2, 0.3])
-    for _ in range(5):
-        assert_same(step(logits), scg.grad(E2)(logits))
-    assert step.stats["replays"] > 0, step.explain()
+
+def test_last_trace_after_a_replay_holds_its_values():
+    eager = scg.expectation(_monitored, n=8, seed=5)
+    jitted = scg.expectation(_monitored, n=8, seed=5)
+    step = scg.jit(lambda p: scg.grad(jitted)(p))
+    for k in range(6):
+        mu = np.array(0.1 * k)
+        scg.grad(eager)(mu)
+        step(mu)
+        want, got = eager.last_trace, jitted.last_trace
+        np.testing.assert_array_equal(got.sites["x"].value, want.sites["x"].value)
+        np.testing.assert_allclose(got.costs["fit"], want.costs["fit"], rtol=1e-15)
+        if k >= 2:  # (replayed: the log-probabilities are not kept, never stale)
+            with pytest.raises(ValueError, match="not the log-probabilities"):
+                got.sites["x"].log_prob()
+        else:  # (recorded: the whole trace)
+            assert got.sites["x"].log_prob() is not None
+    assert step.stats["replays"] >= 3, step.explain()
+
+
+def _with_aux(mu):
+    x = scg.sample("x", scg.Normal(mu, 1.0), estimator="score")
+    return (x - 1.0) ** 2, {"x": x, "mu": mu * 2.0}
+
+
+def test_last_aux_after_a_replay_holds_its_values():
+    eager = scg.expectation(_with_aux, n=4, seed=8, has_aux=True)
+    jitted = scg.expectation(_with_aux, n=4, seed=8, has_aux=True)
+    step = scg.jit(lambda p: scg.value_and_grad(jitted, has_aux=True)(p))
+    for k in range(6):
+        mu = np.array(0.1 * k)
+        (value, aux), g = scg.value_and_grad(eager, has_aux=True)(mu)
+        (value_j, aux_j), g_j = step(mu)
+        for got in (aux_j, jitted.last_aux):
+            np.testing.assert_array_equal(got["x"], aux["x"])
+            np.testing.assert_array_equal(got["mu"], aux["mu"])
+    assert step.stats["replays"] >= 3, step.explain()
+
+
+def _gamma(a):
+    x = scg.sample("x", scg.Gamma(np.exp(a), 1.0), estimator="pathwise")
+    return (x - 0.3) ** 2
+
+
+def test_rare_draws_still_warn_under_jit():
+    E = scg.expectation(_gamma, n=8, seed=3)
+    step = scg.jit(lambda p: scg.grad(E)(p))
+    for _ in range(4):
+        step(np.array([0.2]))
+    with pytest.warns(scg.VarianceWarning, match="concentration"):
+        step(np.array([-5.0]))
+
+
+def _moving_average(theta):
+    x = scg.sample("x", scg.Normal(theta[0], 1.0),
+                   estimator=scg.Score(scg.baselines.MovingAverage(0.5)))
+    return x ** 2
+
+
+def _rebar(theta):
+    b = scg.sample("b", scg.Bernoulli(logits=theta).to_event(1), estimator=scg.REBAR(lr=0.5))
+    return np.sum((b - 0.4) ** 2) + b[0] * b[1]
+
+
+def _restored(model, site, how, jit):
+    E = scg.expectation(model, n=4, seed=1)
+    f = scg.jit(scg.grad(E)) if jit else scg.grad(E)
+    theta = np.array([0.3, -0.2])
+    f(theta)
+    saved = copy.deepcopy(E.states)
+    for _ in range(4):
+        f(theta)
+    if how == "states":
+        E.states = copy.deepcopy(saved)
+    elif how == "baseline":
+        E.states[site].baseline = copy.deepcopy(saved[site].baseline)
+    else:
+        E.states[site].estimator = copy.deepcopy(saved[site].estimator)
+    out = [f(theta) for _ in range(3)]
+    return out, (f.stats if jit else None), E
+
+
+@pytest.mark.parametrize("model, site, how", [
+    (_moving_average, "x", "states"), (_moving_average, "x", "baseline"),
+    (_rebar, "b", "states"), (_rebar, "b", "estimator")])
+def test_a_restored_checkpoint_of_the_kept_state_is_the_one_replays_use(model, site, how):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        eager, _, E_eager = _restored(model, site, how, jit=False)
+        jitted, stats, E_jit = _restored(model, site, how, jit=True)
+    assert stats["replays"] >= 2, stats
+    for a, b in zip(jitted, eager):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+    kept = [E_jit.states[site].baseline, E_jit.states[site].estimator]
+    want = [E_eager.states[site].baseline, E_eager.states[site].estimator]
+    assert repr(kept) == repr(want)
+
+
+def test_states_takes_only_an_expectations_states():
+    E = scg.expectation(_moving_average, n=2, seed=0)
+    with pytest.raises(TypeError, match=r"copy.deepcopy\(E.states\)"):
+        E.states = {}
+
+
+def test_validation_turned_back_on_checks_the_parameters_of_a_replay():
+    def model(theta):
+        return scg.sample("x", scg.Normal(0.0, theta[0])) ** 2
+
+    f = scg.jit(scg.grad(scg.expectation(model, n=5, seed=1)))
+    scg.distributions.set_validation(False)
+    try:
+        for _ in range(3):
+            f(np.array([1.0]))
+    finally:
+        scg.distributions.set_validation(True)
+    with pytest.raises(ValueError, match="scale"):
+        f(np.array([-1.0]))
+    for _ in range(3):  # (and replays again with it on)
+        f(np.array([1.0]))
+    assert f.stats["replays"] >= 1, f.explain()
+
+
+# ---------------------------------------------------------------- in-place and kept values
+def test_local_buffer_changed_after_use():
+    def f(x):
+        acc = np.zeros(2)
+        out = []
+        for _ in range(3):
+            out.append(x * acc)
+            acc += 1.0
+        return out
+    check(f, [(np.ones(2) * (k + 1),) for k in range(4)])
+
+
+def test_in_place_update_of_an_argument():
+    def sgd(p, g):
+        p -= 0.1 * g
+        return p
+    jf = scg.jit(sgd)
+    g = np.array([1.0, 2.0])
+    p_eager, p_jit = np.ones(2), np.ones(2)
+    for _ in range(4):
+        sgd(p_eager, g)
+        jf(p_jit, g)
+    assert same(p_eager, p_jit)
+
+
+def test_value_stored_outside_the_call_leaks_a_var():
+    def make(history):
+        def step(x):
+            v = np.sum(x ** 2)
+            history.append(v)
+            return v
+        return step
+    h_eager, h_jit = [], []
+    eager, jitted = make(h_eager), scg.jit(make(h_jit))
+    for k in range(3):
+        eager(np.ones(2) * k)
+        jitted(np.ones(2) * k)
+    assert same(sum(h_eager), sum(h_jit))
