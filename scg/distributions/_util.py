@@ -28,6 +28,16 @@ def full(x, shape):
     return np.broadcast_to(x, tuple(shape))
 
 
+def expanded_support(table, batch_shape, event_ndim, expand):
+    """A support table (S,) + event_shape, or with `expand` broadcast to (S,) + batch_shape
+    + event_shape (enumerate_support's two forms)."""
+    if not expand:
+        return table
+    event = table.shape[1:]
+    shaped = table.reshape((table.shape[0],) + (1,) * len(batch_shape) + event)
+    return np.broadcast_to(shaped, (table.shape[0],) + tuple(batch_shape) + event)
+
+
 def mask_outside(inside, lp):
     """lp where `inside`, -inf elsewhere. When every entry is inside (draws of the
     distribution itself), lp is returned as is: no extra operation on the tape."""

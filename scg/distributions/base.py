@@ -164,6 +164,42 @@ class Distribution:
         """The quantile: the x with cdf(x) = u, where the family has it in closed form."""
         raise NotImplementedError(f"{type(self).__name__} has no closed-form icdf in scg")
 
+    # ------------------------------------------------------------ capabilities
+    # What estimators ask of a family (scg.estimators never test a family's name): a family
+    # declares a capability by defining the method; `declares(dist, name)` tells.
+    def enumerate_support(self, expand=True):
+        """Every value of a finite support, in a fixed order: shape (S,) + event_shape, or
+        with `expand` (S,) + batch_shape + event_shape (as torch.distributions). Declared by
+        the families with a finite support; Enumerate, Marginalize, UnorderedSet and
+        IndeCateR serve every family that declares it."""
+        raise NotImplementedError(f"{type(self).__name__} declares no finite support "
+                                  "(enumerate_support)")
+
+    def relaxed(self, temperature):
+        """The concrete relaxation at `temperature`: a `scg.distributions.relaxed`
+        distribution with a path from uniform noise, whose hard value (`.hard(y)`) is
+        distributed as this one. Declared by Bernoulli and OneHotCategorical; the
+        relaxation estimators (GumbelSoftmax, ReinMax, GumbelRao, GappedST, REBAR, RELAX)
+        serve every family that declares it."""
+        raise NotImplementedError(f"{type(self).__name__} declares no concrete relaxation "
+                                  "(relaxed)")
+
+    def weak_derivative(self, param):
+        """The measure-valued derivative in parameter `param`: a `WeakDerivative` (the
+        constant c and the positive and negative parts, d/dparam p = c (p+ - p-)), or None
+        when the family has none in that parameter. MeasureValued serves every family that
+        declares it."""
+        raise NotImplementedError(f"{type(self).__name__} declares no weak derivative "
+                                  "(weak_derivative)")
+
+    def antithetic_noise(self, noise):
+        """The mirror image of noise drawn by `noise()`: a draw of the same law whose errors
+        cancel the first's for functions close to linear in the noise (eps -> -eps,
+        u -> 1 - u). Declared by families with symmetric or uniform noise; antithetic=True
+        serves every family that declares it."""
+        raise NotImplementedError(f"{type(self).__name__} declares no antithetic noise "
+                                  "(antithetic_noise)")
+
     def path_caveat(self, draws):
         """None, or why a pathwise derivative from `draws` draws of this distribution (with
         traced parameters) cannot be trusted: the sites warn with it (VarianceWarning)."""
@@ -491,6 +527,14 @@ def family_of(dist):
     while isinstance(dist, Independent):
         dist = dist.base
     return dist
+
+
+def declares(dist, capability):
+    """Does the family of `dist` declare `capability` ("enumerate_support", "relaxed",
+    "weak_derivative", "antithetic_noise"): does it define the method?"""
+    family = family_of(dist)
+    own = getattr(type(family), capability, None)
+    return own is not None and own is not getattr(Distribution, capability)
 
 
 def family_name(dist):

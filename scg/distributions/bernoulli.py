@@ -6,7 +6,7 @@ from ..core import effects
 from ..core.tape import strip
 from ..numpy import rules as R
 from . import constraints
-from ._util import full, mask_outside, plain
+from ._util import expanded_support, full, mask_outside, plain
 from .base import Distribution, broadcast_shape
 
 
@@ -49,6 +49,10 @@ class Bernoulli(Distribution):
         one = np.equal(value, 1)
         lp = np.where(one, np.log(np.where(one, p, 1.0)), np.log1p(-np.where(one, 0.0, p)))
         return mask_outside(inside, lp)
+
+    def enumerate_support(self, expand=True):
+        """The values 0 and 1: shape (2,), or (2,) + batch_shape with `expand`."""
+        return expanded_support(np.array([0.0, 1.0]), self.batch_shape, 0, expand)
 
     def relaxed_log_prob(self, value):
         """The log-probability's continuous extension to values in [0, 1], x log p +

@@ -5,7 +5,7 @@ import numpy as np
 from ..kernels import discrete as K
 from ..kernels.primitives import kernel_primitives
 from . import constraints
-from ._util import full, is_count, mask_outside, outside_to, plain
+from ._util import expanded_support, full, is_count, mask_outside, outside_to, plain
 from .base import Distribution, broadcast_shape
 
 # arguments (k, total_count, probs); only probs is differentiable (its derivative is which=3)
@@ -43,6 +43,16 @@ class Binomial(Distribution):
         inside = np.logical_and(is_count(value), np.less_equal(value, self.total_count))
         lp = binomial_log_prob(outside_to(inside, value, 0.0), self.total_count, self.probs)
         return mask_outside(inside, lp)
+
+    def enumerate_support(self, expand=True):
+        """The counts 0, ..., total_count (one total_count for the whole batch): shape
+        (n + 1,), or (n + 1,) + batch_shape with `expand`."""
+        n = np.unique(np.asarray(plain(self.total_count), dtype=float))
+        if n.size != 1:
+            raise ValueError(f"Binomial.enumerate_support: the batch has {n.size} different "
+                             "total_count values; its support differs between elements. "
+                             "Split the distribution by total_count")
+        return expanded_support(np.arange(n[0] + 1.0), self.batch_shape, 0, expand)
 
     @property
     def mean(self):

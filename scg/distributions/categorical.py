@@ -5,7 +5,7 @@ import numpy as np
 from ..core import effects
 from ..numpy import rules as R
 from . import constraints
-from ._util import full, is_count, mask_outside, plain
+from ._util import expanded_support, full, is_count, mask_outside, plain
 from .base import Distribution
 
 
@@ -72,6 +72,12 @@ class Categorical(Distribution):
         p = np.broadcast_to(plain(self._probs()), self._extended_shape(shape) + (self.num_categories,))
         u = rng.random(p.shape[:-1] + (1,))
         return effects.opaque(_inverse_cdf, u, p)  # (under scg.jit: one recorded operation)
+
+    def enumerate_support(self, expand=True):
+        """The categories 0, ..., K - 1 (as floats): shape (K,), or (K,) + batch_shape with
+        `expand`."""
+        return expanded_support(np.arange(float(self.num_categories)), self.batch_shape, 0,
+                                expand)
 
     def log_prob(self, value):
         hit = np.equal(np.arange(self.num_categories), np.expand_dims(value, -1))

@@ -7,7 +7,7 @@ from ..core import effects
 from ..core.tape import strip
 from ..numpy import rules as R
 from . import constraints
-from ._util import full, mask_outside
+from ._util import expanded_support, full, mask_outside
 from .base import Distribution
 from .categorical import Categorical
 
@@ -66,6 +66,11 @@ class OneHotCategorical(Distribution):
     def _sample(self, rng, shape):
         k = self._categorical()._sample(rng, shape)
         return np.equal(k[..., None], np.arange(self.num_categories)).astype(float)
+
+    def enumerate_support(self, expand=True):
+        """The K one-hot vectors (row k is category k): shape (K, K), or (K,) + batch_shape
+        + (K,) with `expand`."""
+        return expanded_support(np.eye(self.num_categories), self.batch_shape, 1, expand)
 
     def support_values(self):
         """The K one-hot vectors of the support, as the rows of a (K, K) float array.

@@ -5,15 +5,11 @@ import math
 
 import numpy as np
 
-from ..core.tape import strip
-from ..distributions.base import family_name, family_of
-from ..distributions.one_hot_categorical import OneHotCategorical
+from ..distributions.base import declares, family_name, family_of
 from ..errors import EstimatorError
 from ..numpy import rules as R
 from .base import Estimator
 from .terms import require_open_probs
-
-FAMILIES = ("Bernoulli", "Binomial", "Categorical", "OneHotCategorical")
 
 
 class Enumerate(Estimator):
@@ -50,14 +46,7 @@ class Enumerate(Estimator):
 
     # ------------------------------------------------------------ the support
     def check(self, name, dist):
-        family = family_name(dist)
-        if family not in FAMILIES and not _declares_support(dist):
-            raise EstimatorError(
-                f"site {name!r}: scg.Enumerate() sums over a finite support, and {family} has "
-                f"none; it serves {', '.join(FAMILIES)} and every family with an "
-                "enumerate_support() method (Multinomial). Use 'auto', scg.Score() or, with a "
-                "sampling path, scg.Pathwise()")
-        support_size(name, dist)
+        support_of(name, dist, "scg.Enumerate()")
         require_open_probs(name, dist, "scg.Enumerate()")
 
     def _layout(self, name, dist, plates):
@@ -70,7 +59,7 @@ class Enumerate(Estimator):
             d = outer + p.dim  # the plate's dim, counted in the outer batch shape
             if 0 <= d < len(shape) and shape[d] == p.size and p.size > 1:
                 per_element.add(d)
-        return support_size(name, dist), shape, per_element
+        return len(support_of(name, dist, "scg.Enumerate()")), shape, per_element
 
     def copies(self, name, dist, plates):
         size, shape, per_element = self._layout(name, dist, plates)
@@ -88,12 +77,8 @@ class Enumerate(Estimator):
         size, shape, per_element = self._layout(d.name, d.dist, d.run.plates)
         joint_shape = tuple(1 if i in per_element else s for i, s in enumerate(shape))
         count = self.copies(d.name, d.dist, d.run.plates)
-        if _declares_support(d.dist) and family_name(d.dist) not in FAMILIES:
-            values = _declared_values(_declared_support(d.name, d.dist), joint_shape, shape,
-                                      count)
-        else:
-            one_hot = isinstance(family_of(d.dist), OneHotCategorical)
-            values = _values(size, joint_shape, shape, count, one_hot)
+        values = _values(_key(support_of(d.name, d.dist, "scg.Enumerate()")), joint_shape,
+                         shape, count)
         if count == 1:  # a support of one value: no copies of the run
             return np.broadcast_to(values[0], (d.rows,) + values.shape[1:])
         return values[d.copies.index(d.name)]
@@ -113,7 +98,7 @@ class Enumerate(Estimator):
 
     # ------------------------------------------------------------ explanation
     def describe(self, site):
-        size = support_size(site.name, site.dist)
+        size = len(support_of(site.name, site.dist, "scg.Enumerate()"))
         return (f"enumerate: the exact sum over its {size} values per variable, weighted by "
                 "their probabilities (no variance from this site)")
 
@@ -130,57 +115,37 @@ class Enumerate(Estimator):
                 f"Enumerate(max_combinations={self.max_combinations})")
 
 
-@functools.lru_cache(maxsize=64)
-def _values(size, joint_shape, shape, count, one_hot):
-    """The site's value in each of its copies, shape (count, *shape[, size]): in copy k
-    the digits of k in base `size`, one per jointly enumerated variable, the same for every
-    element of a plate (one-hot vectors for a OneHotCategorical)."""
-    digits = np.array(np.unravel_index(np.arange(count), (size,) * math.prod(joint_shape)))
-    table = np.broadcast_to(digits.T.reshape((count,) + joint_shape), (count,) + shape)
-    values = np.eye(size)[table] if one_hot else table.astype(float)
-    values.flags.writeable = False
-    return values
-
-
-def _declares_support(dist):
-    """Does the family list its finite support itself (`enumerate_support()`, as in
-    torch.distributions)?"""
-    return callable(getattr(family_of(dist), "enumerate_support", None))
-
-
-def _declared_support(name, dist):
-    """The family's support, shape (S,) + event_shape, or EstimatorError saying why not."""
+def support_of(name, dist, who):
+    """The values of the site's finite support, shape (S,) + event_shape, as its family
+    declares them (`enumerate_support`); EstimatorError naming the site if it declares
+    none, or cannot give one for this batch."""
+    if not declares(dist, "enumerate_support"):
+        raise EstimatorError(
+            f"site {name!r}: {who} sums over a finite support, and {family_name(dist)} "
+            "declares none (a family declares one with an enumerate_support(expand=True) "
+            "method, as Bernoulli, Binomial, Categorical, OneHotCategorical and Multinomial "
+            "do). Use 'auto', scg.Score() or, with a sampling path, scg.Pathwise()")
     try:
         return np.asarray(family_of(dist).enumerate_support(expand=False), dtype=float)
     except ValueError as e:
-        raise EstimatorError(f"site {name!r}: scg.Enumerate() needs the support of "
+        raise EstimatorError(f"site {name!r}: {who} needs the support of "
                              f"{family_name(dist)}: {e}") from None
 
 
-def _declared_values(support, joint_shape, shape, count):
-    """As `_values`, with value k of each variable the row k of `support` (S, *event)."""
+def _key(support):
+    """A support as a hashable key of `_values`' cache."""
+    return support.shape, support.tobytes()
+
+
+@functools.lru_cache(maxsize=64)
+def _values(key, joint_shape, shape, count):
+    """The site's value in each of its copies, shape (count, *shape, *event): in copy k the
+    support's values at the digits of k in base S, one per jointly enumerated variable, the
+    same for every element of a plate."""
+    support = np.frombuffer(key[1]).reshape(key[0])
     size = support.shape[0]
     digits = np.array(np.unravel_index(np.arange(count), (size,) * math.prod(joint_shape)))
     table = np.broadcast_to(digits.T.reshape((count,) + joint_shape), (count,) + shape)
     values = support[table]
     values.flags.writeable = False
     return values
-
-
-def support_size(name, dist):
-    inner = family_of(dist)
-    family = family_name(inner)
-    if family not in FAMILIES and _declares_support(inner):
-        return int(_declared_support(name, dist).shape[0])
-    if family == "Bernoulli":
-        return 2
-    if family == "Categorical":
-        return int(inner.num_categories)
-    if family == "OneHotCategorical":
-        return int(inner.num_categories)
-    n = np.unique(np.asarray(strip(inner.total_count)))
-    if n.size != 1:
-        raise EstimatorError(
-            f"site {name!r}: scg.Enumerate() needs one total_count for every element of "
-            f"the Binomial, got {n.size} different ones; split the site by total_count")
-    return int(n[0]) + 1

@@ -1,9 +1,8 @@
 """Marginalization: a finite site summed out of the model's log-likelihood, exactly."""
 
-from ..distributions.base import family_name
 from ..errors import EstimatorError
 from .base import Estimator
-from .enumerate import FAMILIES, support_size
+from .enumerate import support_of
 from .terms import require_open_probs
 
 
@@ -29,13 +28,7 @@ class Marginalize(Estimator):
     copies_multiply = True  # (an exact sum: no variance of its own)
 
     def check(self, name, dist):
-        family = family_name(dist)
-        if family not in FAMILIES:
-            raise EstimatorError(
-                f"site {name!r}: scg.Marginalize() sums over a finite support, and {family} "
-                f"has none; it serves {', '.join(FAMILIES)}. Draw the site with 'auto', "
-                "scg.Score() or scg.Pathwise() instead")
-        support_size(name, dist)
+        support_of(name, dist, "scg.Marginalize()")
         require_open_probs(name, dist, "scg.Marginalize()")
 
     def draw(self, d):  # pragma: no cover - the stochastic layer never asks

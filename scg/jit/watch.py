@@ -49,7 +49,9 @@ _FROZEN = ("<frozen importlib._bootstrap>",)
 
 @functools.lru_cache(maxsize=4096)
 def _kind_of_file(filename):
-    path = filename  # (as imported: absolute, the paths above likewise)
+    # (normalized, as the paths above: a module imported through a sys.path entry with
+    # "..", or a relative one, has such a file name)
+    path = os.path.abspath(filename) if filename[:1] != "<" else filename
     if path.startswith(_SCG):
         return TRUSTED
     if path.startswith(_NUMPY):
@@ -66,7 +68,7 @@ def _kind_of_file(filename):
 
 @functools.lru_cache(maxsize=1024)
 def _in_scg(filename):
-    return filename.startswith(_SCG)
+    return (os.path.abspath(filename) if filename[:1] != "<" else filename).startswith(_SCG)
 
 
 def kind_of(code, kinds):

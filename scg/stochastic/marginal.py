@@ -25,10 +25,9 @@ import math
 import numpy as np
 
 from ..core import effects
-from ..core.tape import strip
 from ..distributions.base import family_of
-from ..distributions.one_hot_categorical import OneHotCategorical
-from ..errors import EstimatorError, TracingError
+from ..errors import EstimatorError
+from ..estimators.enumerate import support_of
 from ..kernels.chain import chain_log_partition
 from ..numpy import rules as R
 from .copies import Replan
@@ -96,7 +95,8 @@ class Marginal:
         """The value of a marginalized site: its support along its own dim."""
         self.see_plates(plates)
         inner = family_of(dist)
-        size = _support_size(name, dist)
+        support = support_of(name, dist, "scg.Marginalize()")
+        size = support.shape[0]
         event = tuple(dist.event_shape)
         parents = frozenset().union(*[self.depends(v) for v in inner.params.values()])
         self._check_batch(name, tuple(dist.batch_shape), plates, parents)
@@ -109,8 +109,6 @@ class Marginal:
             self.slots.append(site)
         else:
             self.slots[slot] = site
-        support = np.eye(size) if isinstance(inner, OneHotCategorical) else \
-            np.arange(size, dtype=float)
         shaped = support.reshape((size,) + (1,) * (self.nesting + slot) + event)
         physical = np.broadcast_to(shaped, (self.run.rows,) + shaped.shape)
         value = PerSample(physical, self.run.level, Deps(frozenset({name})))
@@ -289,11 +287,6 @@ def _plate_size(p, kept):
 
 def _what(name):
     return f"the likelihood term {name!r}"
-
-
-def _support_size(name, dist):
-    from ..estimators.enumerate import support_size
-    return support_size(name, dist)
 
 
 # ---------------------------------------------------------------------- contraction

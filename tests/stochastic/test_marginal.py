@@ -388,7 +388,7 @@ def test_a_table_too_large_is_refused_up_front_with_its_layout():
 def test_marginalize_serves_finite_families_only():
     def model(theta):
         scg.sample("z", scg.Normal(theta[0], 1.0), estimator=scg.Marginalize())
-    _raises(model, "scg.Marginalize\\(\\) sums over a finite support, and Normal has none")
+    _raises(model, "scg.Marginalize\\(\\) sums over a finite support, and Normal declares none")
 
 
 def test_markov_checks_its_history():
