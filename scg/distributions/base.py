@@ -497,6 +497,9 @@ class Independent(Distribution):
     def noise(self, rng, shape=()):
         return self.base.noise(rng, shape)
 
+    def antithetic_noise(self, noise):
+        return self.base.antithetic_noise(noise)
+
     def path_caveat(self, draws):
         return self.base.path_caveat(draws)
 

@@ -38,6 +38,10 @@ class Exponential(Distribution):
     def path(self, noise):
         return exponential_path(noise, self.rate)
 
+    def antithetic_noise(self, noise):
+        """The mirror image of E = -log U: -log(1 - U) = -log(-expm1(-E))."""
+        return -np.log(-np.expm1(-noise))
+
     def log_prob(self, value):
         inside = np.greater_equal(value, 0.0)
         return mask_outside(inside, exponential_log_prob(value, self.rate))

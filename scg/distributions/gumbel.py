@@ -26,6 +26,10 @@ class Gumbel(LocationScale):
     def noise(self, rng, shape=()):
         return rng.gumbel(size=self._extended_shape(shape))
 
+    def antithetic_noise(self, noise):
+        """The mirror image of G = -log(-log U), through 1 - U = -expm1(-exp(-G))."""
+        return -np.log(-np.log(-np.expm1(-np.exp(-noise))))
+
     def log_prob(self, value):
         return gumbel_log_prob(value, self.loc, self.scale)
 

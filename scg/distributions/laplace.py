@@ -25,6 +25,10 @@ class Laplace(LocationScale):
     def noise(self, rng, shape=()):
         return rng.laplace(size=self._extended_shape(shape))
 
+    def antithetic_noise(self, noise):
+        """The mirror image of symmetric noise: -eps."""
+        return np.negative(noise)
+
     def log_prob(self, value):
         return laplace_log_prob(value, self.loc, self.scale)
 

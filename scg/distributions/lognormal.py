@@ -33,6 +33,10 @@ class LogNormal(LocationScale):
     def path(self, noise):
         return lognormal_path(noise, self.loc, self.scale)
 
+    def antithetic_noise(self, noise):
+        """The mirror image of symmetric noise: -eps."""
+        return np.negative(noise)
+
     def log_prob(self, value):
         inside = np.greater(value, 0.0)
         lp = lognormal_log_prob(outside_to(inside, value, 1.0), self.loc, self.scale)

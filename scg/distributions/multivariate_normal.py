@@ -71,6 +71,10 @@ class MultivariateNormal(Distribution):
     def path(self, noise):
         return self.loc + np.squeeze(np.matmul(self.scale_tril, np.expand_dims(noise, -1)), -1)
 
+    def antithetic_noise(self, noise):
+        """The mirror image of symmetric noise: -eps."""
+        return np.negative(noise)
+
     def log_prob(self, value):
         d = self.event_shape[0]
         z = triangular_solve(self.scale_tril, value - self.loc)

@@ -109,6 +109,10 @@ class Normal(LocationScale):
                 unkept(eps)
         return x
 
+    def antithetic_noise(self, noise):
+        """The mirror image of symmetric noise: -eps."""
+        return np.negative(noise)
+
     def log_prob(self, value):
         return normal_log_prob(value, self.loc, self.scale)
 

@@ -47,6 +47,10 @@ class Uniform(Distribution):
     def path(self, noise):
         return self.low + (self.high - self.low) * noise
 
+    def antithetic_noise(self, noise):
+        """The mirror image of uniform noise: 1 - u."""
+        return 1.0 - noise
+
     def log_prob(self, value):
         inside = np.logical_and(np.greater_equal(value, self.low),
                                 np.less_equal(value, self.high))

@@ -82,7 +82,7 @@ def test_errors():
     def gamma(a):
         return scg.sample("g", scg.Gamma(a, 1.0), estimator=scg.Pathwise(antithetic=True))
 
-    with pytest.raises(scg.EstimatorError, match="Gamma has none.*Normal"):
+    with pytest.raises(scg.EstimatorError, match="Gamma declares none.*Normal"):
         scg.expectation(gamma, n=2)(2.0)
     text = scg.trace(worked(scg.Score("loo", antithetic=True)), np.array([MU, SIGMA]),
                      n=4).explain()
