@@ -8,6 +8,7 @@ from ..numpy import rules as R
 from . import constraints
 from ._util import expanded_support, full, mask_outside, plain
 from .base import Distribution, broadcast_shape
+from . import weak
 
 
 class Bernoulli(Distribution):
@@ -38,6 +39,12 @@ class Bernoulli(Distribution):
     def _sample(self, rng, shape):
         p = plain(self._probs())
         return (rng.random(self._extended_shape(shape)) < p).astype(float)
+
+    def weak_derivative(self, param):
+        """In probs (x+ = 1, x- = 0, c = 1), or in logits through the probability."""
+        if param == "probs":
+            return weak.coin()
+        return weak.coin(R.sigmoid, "probs (through the logits)") if param == "logits" else None
 
     def log_prob(self, value):
         inside = np.logical_or(np.equal(value, 0), np.equal(value, 1))

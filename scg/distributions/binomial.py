@@ -7,6 +7,7 @@ from ..kernels.primitives import kernel_primitives
 from . import constraints
 from ._util import expanded_support, full, is_count, mask_outside, outside_to, plain
 from .base import Distribution, broadcast_shape
+from . import weak
 
 # arguments (k, total_count, probs); only probs is differentiable (its derivative is which=3)
 binomial_log_prob, _ = kernel_primitives(
@@ -38,6 +39,10 @@ class Binomial(Distribution):
         shape = self._extended_shape(shape)
         n = np.broadcast_to(plain(self.total_count), shape).astype(np.int64)
         return rng.binomial(n, np.broadcast_to(plain(self.probs), shape), shape).astype(float)
+
+    def weak_derivative(self, param):
+        """In probs: x+ = 1 + B, x- = B, B ~ Binomial(n - 1, probs), c = n."""
+        return weak.binomial_probs() if param == "probs" else None
 
     def log_prob(self, value):
         inside = np.logical_and(is_count(value), np.less_equal(value, self.total_count))

@@ -7,6 +7,7 @@ from ..numpy import rules as R
 from . import constraints
 from ._util import expanded_support, full, is_count, mask_outside, plain
 from .base import Distribution
+from . import weak
 
 
 def _category_index(x):
@@ -78,6 +79,14 @@ class Categorical(Distribution):
         `expand`."""
         return expanded_support(np.arange(float(self.num_categories)), self.batch_shape, 0,
                                 expand)
+
+    def weak_derivative(self, param):
+        """In each category's probability (through the normalization of probs, or the
+        softmax of logits): the model at every category."""
+        if param == "probs":
+            return weak.over_support(weak.normalized)
+        return weak.over_support(weak.softmax, "probs (through the logits)") \
+            if param == "logits" else None
 
     def log_prob(self, value):
         hit = np.equal(np.arange(self.num_categories), np.expand_dims(value, -1))

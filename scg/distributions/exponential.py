@@ -7,6 +7,7 @@ from ..kernels.primitives import kernel_primitives
 from . import constraints
 from ._util import full, mask_outside
 from .base import Distribution, broadcast_shape
+from . import weak
 
 exponential_log_prob, _ = kernel_primitives(
     "exponential_log_prob", K.exponential_density, K.exponential_density_twin, 2)
@@ -41,6 +42,10 @@ class Exponential(Distribution):
     def antithetic_noise(self, noise):
         """The mirror image of E = -log U: -log(1 - U) = -log(-expm1(-E))."""
         return -np.log(-np.expm1(-noise))
+
+    def weak_derivative(self, param):
+        """In rate: x+ ~ Exp(rate), x- ~ Gamma(2, rate), c = 1/rate."""
+        return weak.gamma_rate() if param == "rate" else None
 
     def log_prob(self, value):
         inside = np.greater_equal(value, 0.0)

@@ -10,6 +10,7 @@ from ..kernels.special_primitives import digamma, lgamma
 from . import constraints
 from ._util import full, mask_outside, outside_to, plain, rare_draws_caveat
 from .base import Distribution, broadcast_shape
+from . import weak
 
 gamma_log_prob, _ = kernel_primitives("gamma_log_prob", K.gamma_density, K.gamma_density_twin, 3)
 standard_gamma_path, _ = implicit_path_primitive(
@@ -51,6 +52,10 @@ class Gamma(Distribution):
 
     def path(self, noise):
         return standard_gamma_path(self.concentration, noise) / self.rate
+
+    def weak_derivative(self, param):
+        """In rate: x+ ~ Gamma(a, rate), x- ~ Gamma(a + 1, rate), c = a/rate."""
+        return weak.gamma_rate("concentration") if param == "rate" else None
 
     def log_prob(self, value):
         # x = 0 belongs to the closure of the support: finite density there when a == 1

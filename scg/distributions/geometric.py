@@ -7,6 +7,7 @@ from ..kernels.primitives import kernel_primitives
 from . import constraints
 from ._util import full, is_count, mask_outside, outside_to, plain
 from .base import Distribution, broadcast_shape
+from . import weak
 
 geometric_log_prob, _ = kernel_primitives(
     "geometric_log_prob", K.geometric_density, K.geometric_density_twin, 2, differentiable=(1,))
@@ -33,6 +34,10 @@ class Geometric(Distribution):
     def _sample(self, rng, shape):
         shape = self._extended_shape(shape)
         return (rng.geometric(np.broadcast_to(plain(self.probs), shape), shape) - 1).astype(float)
+
+    def weak_derivative(self, param):
+        """In probs: x+ = G, x- = 1 + G + G', c = 1/probs."""
+        return weak.geometric_probs() if param == "probs" else None
 
     def log_prob(self, value):
         inside = is_count(value)

@@ -8,6 +8,7 @@ from ..kernels.special_primitives import erf, ndtri
 from . import constraints
 from ._util import full, mask_outside, outside_to
 from .location_scale import LocationScale
+from . import weak
 
 lognormal_log_prob, _ = kernel_primitives(
     "lognormal_log_prob", K.lognormal_density, K.lognormal_density_twin, 3)
@@ -36,6 +37,12 @@ class LogNormal(LocationScale):
     def antithetic_noise(self, noise):
         """The mirror image of symmetric noise: -eps."""
         return np.negative(noise)
+
+    def weak_derivative(self, param):
+        """The exp of Normal's: in loc (Rayleigh pair) or scale (double-sided Maxwell)."""
+        if param == "loc":
+            return weak.normal_loc(np.exp, "exp of ")
+        return weak.normal_scale(np.exp, "exp of ") if param == "scale" else None
 
     def log_prob(self, value):
         inside = np.greater(value, 0.0)

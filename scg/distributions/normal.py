@@ -13,6 +13,7 @@ from ..kernels.special_primitives import erf, ndtri
 from ..numpy import rules as R
 from ._util import full
 from .location_scale import LocationScale, loc_scale_path
+from . import weak
 
 normal_log_prob, normal_dlogp = kernel_primitives(
     "normal_log_prob", K.normal_density, K.normal_density_twin, 3, flat=P.normal_density_flat)
@@ -112,6 +113,10 @@ class Normal(LocationScale):
     def antithetic_noise(self, noise):
         """The mirror image of symmetric noise: -eps."""
         return np.negative(noise)
+
+    def weak_derivative(self, param):
+        """In loc (Rayleigh pair) or scale (double-sided Maxwell): scg.distributions.weak."""
+        return {"loc": weak.normal_loc(), "scale": weak.normal_scale()}.get(param)
 
     def log_prob(self, value):
         return normal_log_prob(value, self.loc, self.scale)

@@ -10,6 +10,7 @@ from . import constraints
 from ._util import expanded_support, full, mask_outside
 from .base import Distribution
 from .categorical import Categorical
+from . import weak
 
 
 def _one_hot(x):
@@ -79,6 +80,14 @@ class OneHotCategorical(Distribution):
         batch axes: `v.reshape((K,) + (1,) * len(d.batch_shape) + (K,))`.
         """
         return np.eye(self.num_categories)
+
+    def weak_derivative(self, param):
+        """In each category's probability (through the normalization of probs, or the
+        softmax of logits): the model at every category."""
+        if param == "probs":
+            return weak.over_support(weak.normalized)
+        return weak.over_support(weak.softmax, "probs (through the logits)") \
+            if param == "logits" else None
 
     def log_prob(self, value):
         hit = np.equal(value, 1)

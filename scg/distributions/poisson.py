@@ -8,6 +8,7 @@ from ..kernels.primitives import kernel_primitives
 from . import constraints
 from ._util import full, is_count, mask_outside, outside_to, plain
 from .base import Distribution, broadcast_shape
+from . import weak
 
 poisson_log_prob, _ = kernel_primitives(
     "poisson_log_prob", K.poisson_density, K.poisson_density_twin, 2, differentiable=(1,))
@@ -49,6 +50,10 @@ class Poisson(Distribution):
                 "estimates would be biased; at such rates a Normal(rate, sqrt(rate)) is within "
                 "1 / sqrt(rate) of the Poisson: use scg.Normal(rate, np.sqrt(rate)) instead")
         return rng.poisson(np.broadcast_to(plain(self.rate), shape), shape).astype(float)
+
+    def weak_derivative(self, param):
+        """In rate: x+ = X + 1, x- = X, c = 1."""
+        return weak.poisson_rate() if param == "rate" else None
 
     def log_prob(self, value):
         inside = is_count(value)

@@ -2,33 +2,27 @@
 downstream model at draws of the positive and negative parts of the derivative of the
 density (Pflug 1989; Mohamed, Rosca, Figurnov and Mnih, JMLR 2020, section 6)."""
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
+from .. import distributions
 from ..core import effects
 from ..core.tape import Box
-from ..distributions.base import family_name, family_of
-from ..distributions.bernoulli import Bernoulli
+from ..distributions.base import Distribution, Independent, declares, family_name, family_of
 from ..errors import EstimatorError
 from ..numpy import rules as R
 from .base import Estimator
+from .enumerate import support_of
 from .terms import linear_term
 
-# the parameters each family is differentiated in (Bernoulli and Categorical: in probs,
-# chained through sigmoid / softmax when the logits are given)
-PARAMETERS = {
-    "Normal": ("loc", "scale"), "LogNormal": ("loc", "scale"), "Exponential": ("rate",),
-    "Gamma": ("rate",), "Poisson": ("rate",), "Bernoulli": ("probs", "logits"),
-    "Binomial": ("probs",), "Geometric": ("probs",), "Categorical": ("probs", "logits"),
-    "OneHotCategorical": ("probs", "logits"),
-}
-FAMILIES = tuple(PARAMETERS)
-_CATEGORICAL = ("Categorical", "OneHotCategorical")
-_SUPPORTED = ("Normal and LogNormal (loc, scale), Exponential (rate), Gamma (rate), Poisson "
-              "(rate), Bernoulli (probs or logits), Binomial (probs), Geometric (probs), "
-              "Categorical and OneHotCategorical (probs or logits)")
+
+def weak_families():
+    """The names of scg's families that declare a weak derivative."""
+    classes = [getattr(distributions, k) for k in distributions.__all__]
+    return sorted(c.__name__ for c in classes if isinstance(c, type) and
+                  issubclass(c, Distribution) and c is not Independent and
+                  c.weak_derivative is not Distribution.weak_derivative)
 
 
 def carries_derivative(v):
@@ -101,15 +95,14 @@ class MeasureValued(Estimator):
         order = np.argsort(idx, kind="stable")
         bounds = np.searchsorted(idx[order], np.arange(lay.count + 1))
         rows = [order[bounds[k]:bounds[k + 1]] for k in range(lay.count)]
-        if lay.family in _CATEGORICAL:
-            size = lay.categories
-            onehot = np.eye(size) if lay.family == "OneHotCategorical" else np.arange(size)
-            places = tuple(((rows[copy],) + index, onehot[k]) for _, index, k, copy in lay.slots)
+        if lay.over_support:
+            support = lay.support
+            places = tuple(((rows[copy],) + index, support[k]) for _, index, k, copy in lay.slots)
             return effects.opaque(_placed, base, places)
         places, taken = [], []
         for key in lay.keys:
             pair = d.draws(lambda dist, rng, shape, key=key:
-                           _pair(lay.family, key, dist, rng, shape, self.coupled))
+                           _pair(lay.weak[key], dist, rng, shape, self.coupled))
             for k, index, up, down in lay.slots:
                 if k == key:
                     places.append((len(taken), (rows[up],) + index, (rows[down],) + index))
@@ -148,22 +141,23 @@ class MeasureValued(Estimator):
         # (the weights assembled by one operation of plain values, which a program
         # recorded for replay repeats, rather than written entry by entry)
         rows, everything = ctx.trace.rows, (slice(None),)
-        if lay.family in _CATEGORICAL:
+        if lay.over_support:
             places = tuple(everything + index + (k,) for _, index, k, _ in lay.slots)
             values = tuple(spread(per_copy[copy]) for _, _, _, copy in lay.slots)
-            weight = effects.opaque(_assembled, (rows,) + lay.shape + (lay.categories,),
+            weight = effects.opaque(_assembled, (rows,) + lay.shape + (len(lay.support),),
                                     places, values)
-            return linear_term(_traced(site, ctx, lay.keys[0]), weight, 1.0 / ctx.n)
+            return linear_term(_traced(lay, site, ctx, lay.keys[0]), weight, 1.0 / ctx.n)
         total = None
         for key in lay.keys:
-            coef = np.broadcast_to(_coefficient(lay.family, key, site, ctx), (rows,) + lay.shape)
+            coef = np.broadcast_to(lay.weak[key].coefficient(_Params(site, ctx)),
+                                   (rows,) + lay.shape)
             slots = [(everything + index, up, down) for k, index, up, down in lay.slots
                      if k == key]
             values = tuple(coef[ix] * spread(per_copy[up] - per_copy[down])
                            for ix, up, down in slots)
             weight = effects.opaque(_assembled, (rows,) + lay.shape,
                                     tuple(ix for ix, _, _ in slots), values)
-            term = linear_term(_traced(site, ctx, key), weight, 1.0 / ctx.n)
+            term = linear_term(_traced(lay, site, ctx, key), weight, 1.0 / ctx.n)
             total = term if total is None else R.add(total, term)
         return total
 
@@ -189,10 +183,10 @@ class MeasureValued(Estimator):
         if lay is None or not lay.slots:
             return [f"no parameter of {site.name} is differentiated: no term"]
         down = " + ".join(c.name for c in trace.downstream_costs(site)) or "no cost"
-        lines = [f"d/d{_coordinate(lay.family, key)} of {site.name}, per coordinate: "
-                 f"{_formula(lay.family, key, self.coupled)}; f = {down}" for key in lay.keys]
-        if lay.family in _CATEGORICAL:
-            what = f"{len(lay.slots) // lay.categories} element(s) x {lay.categories} copies"
+        lines = [f"d/d{lay.weak[key].coordinate_name or key} of {site.name}, per coordinate: "
+                 f"{lay.weak[key].formula(self.coupled)}; f = {down}" for key in lay.keys]
+        if lay.over_support:
+            what = f"{len(lay.slots) // len(lay.support)} element(s) x {len(lay.support)} copies"
         else:
             what = f"{len(lay.slots)} coordinate(s) x 2 copies"
         lines.append(f"{what} + the base draw = {lay.count} evaluations per draw")
@@ -210,40 +204,44 @@ class MeasureValued(Estimator):
 class _Layout:
     """The copies of a site: copy 0 is the draw; each slot replaces the elements `index`
     (ints along the dims outside the plates, slices along the plates) in some copies:
-    (key, index, copy of x+, copy of x-), or for a categorical (key, index, k, copy)."""
+    (key, index, copy of x+, copy of x-), or over a finite support (key, index, k, copy)."""
 
-    family: str
+    weak: dict  # the family's WeakDerivative of each differentiated parameter
     keys: tuple
     shape: tuple  # the family's batch shape
     shared: tuple  # the plates whose elements are replaced together, by dim
-    categories: int
+    over_support: bool
+    support: object  # the support's values (over_support), else None
     slots: tuple
     count: int
 
 
 def _differentiated(name, dist):
-    """The family and its differentiated parameters, or EstimatorError."""
+    """The differentiated parameters and the family's weak derivative in each, or
+    EstimatorError."""
     inner = family_of(dist)
     family = family_name(inner)
-    if family not in PARAMETERS:
+    if not declares(dist, "weak_derivative"):
         raise EstimatorError(
-            f"site {name!r}: scg.MeasureValued() has no weak derivative of {family}; it "
-            f"serves {_SUPPORTED}. Use 'auto', scg.Score() or, with a sampling path, "
-            "scg.Pathwise()")
+            f"site {name!r}: scg.MeasureValued() needs a weak derivative, and {family} "
+            "declares none (a family declares it with a weak_derivative(param) method); the "
+            f"families that do: {', '.join(weak_families())}. Use 'auto', scg.Score() or, "
+            "with a sampling path, scg.Pathwise()")
     keys = tuple(k for k, v in inner.params.items() if v is not None and carries_derivative(v))
+    weak = {}
     for k in keys:
-        if k not in PARAMETERS[family]:
+        weak[k] = inner.weak_derivative(k)
+        if weak[k] is None:
+            served = [p for p in inner.params if inner.weak_derivative(p) is not None]
             raise EstimatorError(
                 f"site {name!r}: scg.MeasureValued() has no weak derivative of {family} in "
-                f"its parameter {k!r} (it differentiates {family} in "
-                f"{' or '.join(PARAMETERS[family])}); the families and parameters it serves "
-                f"are {_SUPPORTED}. Use scg.Score() or scg.Pathwise() at this site, or "
-                f"pass {k} as a constant")
-    return family, keys
+                f"its parameter {k!r} ({family} declares one in {' or '.join(served)}). Use "
+                f"scg.Score() or scg.Pathwise() at this site, or pass {k} as a constant")
+    return keys, weak
 
 
 def _layout(name, dist, plates):
-    family, keys = _differentiated(name, dist)
+    keys, weak = _differentiated(name, dist)
     inner = family_of(dist)
     shape = tuple(inner.batch_shape)
     outer = len(dist.batch_shape)
@@ -254,18 +252,19 @@ def _layout(name, dist, plates):
             shared[d] = p
     elements = [tuple(slice(None) if d in shared else int(i) for d, i in enumerate(e))
                 for e in np.ndindex(*[1 if d in shared else s for d, s in enumerate(shape)])]
-    categories = int(inner.num_categories) if family in _CATEGORICAL else 0
+    over = any(w.over_support for w in weak.values())
+    support = support_of(name, dist, "scg.MeasureValued()") if over else None
     slots, count = [], 1
     for key in keys:
         for index in elements:
-            if family in _CATEGORICAL:
-                for k in range(categories):
+            if over:
+                for k in range(len(support)):
                     slots.append((key, index, k, count))
                     count += 1
             else:
                 slots.append((key, index, count, count + 1))
                 count += 2
-    return _Layout(family, keys, shape, tuple(shared[d] for d in sorted(shared)), categories,
+    return _Layout(weak, keys, shape, tuple(shared[d] for d in sorted(shared)), over, support,
                    tuple(slots), count)
 
 
@@ -296,114 +295,27 @@ def _placed_pairs(base, places, pairs):
 
 
 # ---------------------------------------------------------------------- the decompositions
-def _pair(family, key, dist, rng, shape, coupled):
+def _pair(weak, dist, rng, shape, coupled):
     """x+ and x- for every element and draw, stacked on a last axis, from the plain `dist`
     with physical parameters (drawn for the n draws, shared by the copies)."""
     ext = dist._extended_shape(shape)
     p = {k: (None if v is None else np.broadcast_to(effects.asarray(v, dtype=float), ext))
          for k, v in family_of(dist).params.items()}
-    if family in ("Normal", "LogNormal"):
-        loc, scale = p["loc"], p["scale"]
-        if key == "loc":
-            r = np.sqrt(2.0 * rng.standard_exponential(ext))  # Rayleigh
-            r2 = r if coupled else np.sqrt(2.0 * rng.standard_exponential(ext))
-            plus, minus = loc + scale * r, loc - scale * r2
-        else:
-            m = np.sqrt(2.0 * rng.standard_gamma(1.5, ext))  # chi with 3 degrees of freedom
-            m = np.where(rng.random(ext) < 0.5, -m, m)  # double-sided Maxwell
-            eps = m * rng.random(ext) if coupled else rng.standard_normal(ext)
-            plus, minus = loc + scale * m, loc + scale * eps
-        if family == "LogNormal":
-            plus, minus = np.exp(plus), np.exp(minus)
-    elif family in ("Exponential", "Gamma"):
-        rate = p["rate"]
-        a = p["concentration"] if family == "Gamma" else np.ones(ext)
-        g = rng.standard_gamma(a, ext)
-        more = g + rng.standard_exponential(ext) if coupled else rng.standard_gamma(a + 1.0, ext)
-        plus, minus = g / rate, more / rate
-    elif family == "Poisson":
-        x = rng.poisson(p["rate"], ext).astype(float)
-        plus, minus = x + 1.0, (x if coupled else rng.poisson(p["rate"], ext).astype(float))
-    elif family == "Bernoulli":
-        plus, minus = np.ones(ext), np.zeros(ext)
-    elif family == "Binomial":
-        n = p["total_count"].astype(np.int64)
-        probs = p["probs"]
-        b = rng.binomial(np.maximum(n - 1, 0), probs, ext).astype(float)
-        b2 = b if coupled else rng.binomial(np.maximum(n - 1, 0), probs, ext).astype(float)
-        plus, minus = np.where(n > 0, b + 1.0, 0.0), b2
-    elif family == "Geometric":
-        probs = p["probs"]
-
-        def geometric():  # failures before the first success
-            return (rng.geometric(probs, ext) - 1).astype(float)
-
-        g = geometric()
-        plus, minus = g, 1.0 + (g if coupled else geometric()) + geometric()
-    else:  # (unreachable: checked by _differentiated)
-        raise EstimatorError(f"scg.MeasureValued(): no decomposition of {family} in {key}")
+    plus, minus = weak.pair(p, rng, ext, coupled)
     return np.stack([plus, minus], axis=-1)
 
 
-def _coefficient(family, key, site, ctx):
-    """c of the weak derivative, per row and element (plain)."""
-    def param(k):
-        return effects.asarray(ctx.param(site, k), dtype=float)
+class _Params:
+    """The site's parameters per row and element, plain, read by name (for c)."""
 
-    if family in ("Normal", "LogNormal"):
-        return 1.0 / (param("scale") * math.sqrt(2.0 * math.pi)) if key == "loc" else \
-            1.0 / param("scale")
-    if family == "Exponential":
-        return 1.0 / param("rate")
-    if family == "Gamma":
-        return param("concentration") / param("rate")
-    if family == "Binomial":
-        return param("total_count")
-    if family == "Geometric":
-        return 1.0 / param("probs")
-    return 1.0  # Poisson, Bernoulli
+    def __init__(self, site, ctx):
+        self.site, self.ctx = site, ctx
+
+    def __getitem__(self, key):
+        return effects.asarray(self.ctx.param(self.site, key), dtype=float)
 
 
-def _traced(site, ctx, key):
+def _traced(lay, site, ctx, key):
     """The traced coordinate the estimate differentiates: the parameter itself, or the
-    probabilities computed from the logits."""
-    x = ctx.param(site, key)
-    if key == "probs" and family_name(site.dist) in _CATEGORICAL:
-        return x / np.sum(x, axis=-1, keepdims=True)  # (through the normalization)
-    if key != "logits":
-        return x
-    if isinstance(family_of(site.dist), Bernoulli):
-        return R.sigmoid(x)
-    return R.softmax(x, axis=-1)
-
-
-def _coordinate(family, key):
-    return "probs (through the logits)" if key == "logits" else key
-
-
-def _formula(family, key, coupled):
-    if family in ("Normal", "LogNormal"):
-        wrap = "exp of " if family == "LogNormal" else ""
-        if key == "loc":
-            return ("c = 1/(scale sqrt(2 pi)), x+- = " + wrap + "loc +- scale R, R Rayleigh" +
-                    (" (the same R)" if coupled else " (independent R's)"))
-        return ("c = 1/scale, x+ = " + wrap + "loc + scale M, M double-sided Maxwell, x- = " +
-                wrap + ("loc + scale M U, U ~ U(0, 1)" if coupled else
-                        "loc + scale eps, eps ~ N(0, 1)"))
-    if family == "Exponential":
-        return ("c = 1/rate, x+ ~ Exp(rate), x- ~ Gamma(2, rate)" +
-                (" = x+ + Exp(rate)" if coupled else ""))
-    if family == "Gamma":
-        return ("c = concentration/rate, x+ ~ Gamma(a, rate), x- ~ Gamma(a + 1, rate)" +
-                (" = x+ + Exp(rate)" if coupled else ""))
-    if family == "Poisson":
-        return "c = 1, x+ = X + 1, x- = X" + ("" if coupled else "'") + ", X ~ Poisson(rate)"
-    if family == "Bernoulli":
-        return "c = 1, x+ = 1, x- = 0"
-    if family == "Binomial":
-        return ("c = total_count, x+ = 1 + B, x- = B" + ("" if coupled else "'") +
-                ", B ~ Binomial(total_count - 1, probs)")
-    if family == "Geometric":
-        return ("c = 1/probs, x+ = G, x- = 1 + " + ("G" if coupled else "G''") +
-                " + G', G, G', G'' ~ Geometric(probs) (failures)")
-    return "f(k) - f(x) for each category k, x the draw (copies at every category)"
+    probabilities computed from it (through a normalization, sigmoid or softmax)."""
+    return lay.weak[key].coordinate(ctx.param(site, key))
