@@ -7,6 +7,7 @@ import pytest
 import scg
 from scg.distributions import constraints
 from scg.distributions import weak
+from scg.distributions._util import plain
 from scg.distributions.base import Distribution, broadcast_shape, declares
 from tests.estimators.exact import numeric_grad
 
@@ -55,7 +56,7 @@ class ThreeLevels(Distribution):
         return np.sum(np.where(hit, log_p, 0.0), axis=-1)
 
     def _sample(self, rng, shape):
-        logits = np.asarray(self.logits, dtype=float)
+        logits = plain(self.logits)  # (the untraced value)
         p = np.exp(logits - np.logaddexp.reduce(logits, axis=-1, keepdims=True))
         u = rng.random(self._extended_shape(shape))
         index = np.sum(u[..., None] > np.cumsum(p, axis=-1)[..., :-1], axis=-1)
