@@ -28,6 +28,41 @@ def full(x, shape):
     return np.broadcast_to(x, tuple(shape))
 
 
+class ProbsBoundary:
+    """Where a family's `probs` gives some outcome probability 0 (its class attribute
+    `probs_boundary`): the score function never draws that outcome, and with
+    `every_value` the log-probability of one of the values is -inf there, which an
+    estimator that takes every value's log-probability cannot differentiate.
+
+    Attributes:
+        test: `test(probs)`: True when every outcome has probability above 0.
+        where: the boundary in words ("exactly 0 or 1").
+        advice: what serves the site at the boundary (for the score function).
+        every_value: the log-probability of some value is -inf at the boundary.
+        value_word: what a value is ("coin", "count"), for messages.
+        logits_advice: how to avoid the boundary by parameterization, or "".
+    """
+
+    def __init__(self, test, where, advice, every_value=False, value_word="value",
+                 logits_advice=""):
+        self.test, self.where, self.advice = test, where, advice
+        self.every_value, self.value_word, self.logits_advice = \
+            every_value, value_word, logits_advice
+
+
+def open_probs(p):
+    """Are all of p strictly between 0 and 1?"""
+    return bool(np.all((p > 0.0) & (p < 1.0)))
+
+
+def probs_below_one(p):
+    return bool(np.all(p < 1.0))
+
+
+def probs_positive(p):
+    return bool(np.all(p > 0.0))
+
+
 def expanded_support(table, batch_shape, event_ndim, expand):
     """A support table (S,) + event_shape, or with `expand` broadcast to (S,) + batch_shape
     + event_shape (enumerate_support's two forms)."""

@@ -6,7 +6,7 @@ from ..core import effects
 from ..core.tape import strip
 from ..numpy import rules as R
 from . import constraints
-from ._util import expanded_support, full, mask_outside, plain
+from ._util import ProbsBoundary, expanded_support, full, mask_outside, open_probs, plain
 from .base import Distribution, broadcast_shape
 from . import weak
 
@@ -23,6 +23,12 @@ class Bernoulli(Distribution):
     has_rsample = False
     # (a draw of 1 has p > 0 and one of 0 has p < 1; finite logits give finite softplus)
     finite_log_prob_of_draws = True
+    probs_boundary = ProbsBoundary(
+        open_probs, "exactly 0 or 1",
+        "parameterize the site by logits= (then the derivative is exact at any finite logits), "
+        "or use scg.MeasureValued(), which evaluates both outcomes and is exact at the boundary",
+        every_value=True, value_word="coin",
+        logits_advice="; or parameterize the coin by logits=, which never reach 0 or 1")
 
     def __init__(self, probs=None, logits=None, validate_args=None):
         if (probs is None) == (logits is None):

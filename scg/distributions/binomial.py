@@ -5,7 +5,8 @@ import numpy as np
 from ..kernels import discrete as K
 from ..kernels.primitives import kernel_primitives
 from . import constraints
-from ._util import expanded_support, full, is_count, mask_outside, outside_to, plain
+from ._util import (ProbsBoundary, expanded_support, full, is_count, mask_outside, open_probs,
+                    outside_to, plain)
 from .base import Distribution, broadcast_shape
 from . import weak
 
@@ -29,6 +30,11 @@ class Binomial(Distribution):
                        "probs": constraints.unit_interval}
     support = constraints.integer_interval("total_count")
     has_rsample = False
+    probs_boundary = ProbsBoundary(
+        open_probs, "exactly 0 or 1",
+        "use scg.MeasureValued(), which evaluates the counts on both sides and is exact at the "
+        "boundary, or keep probs inside (0, 1) (e.g. probs=scg.sigmoid(logits))",
+        every_value=True, value_word="count")
 
     def __init__(self, total_count, probs, validate_args=None):
         self.total_count, self.probs = total_count, probs

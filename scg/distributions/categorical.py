@@ -5,7 +5,7 @@ import numpy as np
 from ..core import effects
 from ..numpy import rules as R
 from . import constraints
-from ._util import expanded_support, full, is_count, mask_outside, plain
+from ._util import ProbsBoundary, expanded_support, full, is_count, mask_outside, plain, probs_positive
 from .base import Distribution
 from . import weak
 
@@ -40,6 +40,10 @@ class Categorical(Distribution):
     arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
     support = categorical_support
     has_rsample = False
+
+    probs_boundary = ProbsBoundary(
+        probs_positive, "exactly 0 for some category",
+        "parameterize the site by logits=, or give every category a probability above 0")
 
     def __init__(self, probs=None, logits=None, validate_args=None):
         if (probs is None) == (logits is None):

@@ -5,7 +5,8 @@ import numpy as np
 from ..kernels import discrete as K
 from ..kernels.primitives import kernel_primitives
 from . import constraints
-from ._util import full, is_count, mask_outside, outside_to, plain
+from ._util import (ProbsBoundary, full, is_count, mask_outside, outside_to, plain,
+                    probs_below_one)
 from .base import Distribution, broadcast_shape
 from . import weak
 
@@ -26,6 +27,10 @@ class Geometric(Distribution):
     arg_constraints = {"probs": constraints.half_open_unit_interval}
     support = constraints.nonnegative_integer
     has_rsample = False
+    probs_boundary = ProbsBoundary(
+        probs_below_one, "exactly 1",
+        "use scg.MeasureValued(), which evaluates more failures too and is exact at the "
+        "boundary, or keep probs below 1 (e.g. probs=scg.sigmoid(logits))")
 
     def __init__(self, probs, validate_args=None):
         self.probs = probs

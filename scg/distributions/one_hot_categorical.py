@@ -7,7 +7,7 @@ from ..core import effects
 from ..core.tape import strip
 from ..numpy import rules as R
 from . import constraints
-from ._util import expanded_support, full, mask_outside
+from ._util import ProbsBoundary, expanded_support, full, mask_outside, probs_positive
 from .base import Distribution
 from .categorical import Categorical
 from . import weak
@@ -41,6 +41,10 @@ class OneHotCategorical(Distribution):
     arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
     support = one_hot_support
     has_rsample = False
+
+    probs_boundary = ProbsBoundary(
+        probs_positive, "exactly 0 for some category",
+        "parameterize the site by logits=, or give every category a probability above 0")
 
     def __init__(self, probs=None, logits=None, validate_args=None):
         if (probs is None) == (logits is None):

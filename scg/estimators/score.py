@@ -9,69 +9,37 @@ from ..core import effects
 from ..core.tape import read_only, strip
 from ..kernels.primitives import PARALLEL_MIN
 from ..distributions.base import family_name, family_of
-from ..distributions.bernoulli import Bernoulli
-from ..distributions.binomial import Binomial
-from ..distributions.geometric import Geometric
-from ..distributions.categorical import Categorical
-from ..distributions.one_hot_categorical import OneHotCategorical
 from ..errors import BiasWarning, EstimatorError
 from .antithetic import check_antithetic
 from .base import Estimator
 from .baselines import Baseline, BaselineShapeError, as_baseline, check_shape
-from .terms import linear_term, magic_box, open_probs
+from .terms import linear_term, magic_box
 from ..numpy import rules as R
 
 
 _FUSED_MIN = PARALLEL_MIN  # draws: below, the general term (its log-densities are cheap)
 
 
-def _all_positive(p):
-    return bool(np.all(p > 0.0))
-
-
-def _below_one(p):
-    return bool(np.all(p < 1.0))
-
-
-# (family, the test that every outcome the derivative in probs needs has probability
-# above 0, where that fails, what else serves the site)
-_PROBS_FAMILIES = (
-    (Bernoulli, open_probs, "exactly 0 or 1",
-     "parameterize the site by logits= (then the derivative is exact at any finite logits), "
-     "or use scg.MeasureValued(), which evaluates both outcomes and is exact at the boundary"),
-    (Binomial, open_probs, "exactly 0 or 1",
-     "use scg.MeasureValued(), which evaluates the counts on both sides and is exact at the "
-     "boundary, or keep probs inside (0, 1) (e.g. probs=scg.sigmoid(logits))"),
-    (Geometric, _below_one, "exactly 1",
-     "use scg.MeasureValued(), which evaluates more failures too and is exact at the "
-     "boundary, or keep probs below 1 (e.g. probs=scg.sigmoid(logits))"),
-    ((Categorical, OneHotCategorical), _all_positive, "exactly 0 for some category",
-     "parameterize the site by logits=, or give every category a probability above 0"),
-)
-
-
 def require_seen_outcomes(site, run):
     """Raise EstimatorError where the derivative in `probs` of a discrete family needs an
-    outcome of probability exactly 0: the score function weighs the costs of the outcomes
-    drawn, so it never sees that one (at p = 1 a coin's f(0)), and gives a plausible wrong
-    number (0 for a single coin) although the derivative exists."""
+    outcome of probability exactly 0 (the family's `probs_boundary`): the score function
+    weighs the costs of the outcomes drawn, so it never sees that one (at p = 1 a coin's
+    f(0)), and gives a plausible wrong number (0 for a single coin) although the derivative
+    exists."""
     dist = family_of(site.dist)
     probs = dist.params.get("probs")
-    if probs is None or not run.carries_gradient(probs):
-        return
-    for family, seen, where, other in _PROBS_FAMILIES:
-        if isinstance(dist, family):
-            break
-    else:
+    boundary = getattr(type(dist), "probs_boundary", None)
+    if probs is None or boundary is None or not run.carries_gradient(probs):
         return
     p = effects.asarray(probs, dtype=float)
-    if effects.check(seen, p, f"site {site.name!r}: every outcome's probability above 0"):
+    if effects.check(boundary.test, p, f"site {site.name!r}: every outcome's probability "
+                     "above 0"):
         return
     raise EstimatorError(
         f"site {site.name!r}: the score-function estimator differentiates probs, which is "
-        f"{where}; an outcome of probability 0 is never drawn, so its cost never enters "
-        "the estimate, but the derivative in probs needs it (d E / dp = f(1) - f(0) for a "
-        f"coin). To get the derivative, {other}")
+        f"{boundary.where}; an outcome of probability 0 is never drawn, so its cost never "
+        "enters the estimate, but the derivative in probs needs it (d E / dp = f(1) - f(0) "
+        f"for a coin). To get the derivative, {boundary.advice}")
 
 
 def require_resolved_draws(site, run):

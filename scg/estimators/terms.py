@@ -6,8 +6,6 @@ from ..core import effects
 from ..core.tape import Primitive, defvjp
 from ..errors import EstimatorError
 from ..distributions.base import family_of
-from ..distributions.bernoulli import Bernoulli
-from ..distributions.binomial import Binomial
 from ..numpy import rules as R
 
 
@@ -44,26 +42,21 @@ def traced_logits(site, ctx):
 
 
 def require_open_probs(name, dist, who):
-    """Raise EstimatorError if a Bernoulli site's probs are exactly 0 or 1 somewhere: an
-    estimator that takes the log-probability (or the logits) of both values cannot
-    evaluate it there, although the derivative exists."""
+    """Raise EstimatorError if the family's probs reach a boundary where the log-probability
+    of one of its values is -inf (its `probs_boundary` with `every_value`: a coin's probs of
+    exactly 0 or 1): an estimator that takes the log-probability (or the logits) of every
+    value cannot evaluate it there, although the derivative exists."""
     family = family_of(dist)
-    if not isinstance(family, (Bernoulli, Binomial)) or family.params.get("probs") is None:
+    boundary = getattr(type(family), "probs_boundary", None)
+    if boundary is None or not boundary.every_value or family.params.get("probs") is None:
         return
     plain = effects.asarray(family.params["probs"], dtype=float)
-    if not effects.check(open_probs, plain, f"site {name!r}: probs inside (0, 1)"):
-        coin = isinstance(family, Bernoulli)
+    if not effects.check(boundary.test, plain, f"site {name!r}: probs inside (0, 1)"):
         raise EstimatorError(
             f"site {name!r}: {who} takes the log-probability of every value of the "
-            f"{'coin' if coin else 'count'}, but its probs is exactly 0 or 1 at some element "
-            "(log p = -inf there). The derivative exists: scg.MeasureValued() gives it "
-            "exactly at the boundary" + ("; or parameterize the coin by logits=, which never "
-                                         "reach 0 or 1" if coin else ""))
-
-
-def open_probs(p):
-    """Are all of p strictly between 0 and 1?"""
-    return bool(np.all((p > 0.0) & (p < 1.0)))
+            f"{boundary.value_word}, but its probs is {boundary.where} at some element (log p "
+            "= -inf there). The derivative exists: scg.MeasureValued() gives it exactly at "
+            "the boundary" + boundary.logits_advice)
 
 
 class _Relaxed:
