@@ -91,8 +91,10 @@ class Marginal:
             return frozenset(value.deps.up) & self.sites.keys()
         return frozenset()
 
-    def draw(self, name, dist, plates):
-        """The value of a marginalized site: its support along its own dim."""
+    def draw(self, name, dist, plates, given=None):
+        """The value of a marginalized site: its support along its own dim. `given` is the
+        distribution as the model gave it, before the plates broadcast its parameters: its
+        log-probability table is the same for every element (broadcast once, as a factor)."""
         self.see_plates(plates)
         inner = family_of(dist)
         support = support_of(name, dist, "scg.Marginalize()")
@@ -113,7 +115,7 @@ class Marginal:
         physical = np.broadcast_to(shaped, (self.run.rows,) + shaped.shape)
         value = PerSample(physical, self.run.level, Deps(frozenset({name})))
         # its own log-probability is a factor: p(z | its parents)
-        self.add(name, dist.log_prob(value), plates)
+        self.add(name, (given if given is not None else dist).log_prob(value), plates)
         return value
 
     def _check_batch(self, name, batch, plates, parents):

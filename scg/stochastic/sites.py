@@ -328,7 +328,7 @@ def draw_site(run, msg):
         if msg.fields.get("mask") is not None:
             raise EstimatorError(f"site {name!r} is marginalized inside scg.mask; give the "
                                  "mask to its likelihood terms' values instead")
-        return marginal_of(run).draw(name, dist, run.plates)
+        return marginal_of(run).draw(name, dist, run.plates, msg.fields.get("given", dist))
     copies_for(name, est.copies(name, dist, run.plates))  # (may stop the run: Replan)
     level = run.level
     params = [v for v in family_of(dist).params.values()
