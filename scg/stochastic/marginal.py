@@ -32,6 +32,7 @@ from ..kernels.chain import chain_log_partition
 from ..numpy import rules as R
 from .copies import Replan
 from .persample import Deps, PerSample
+from .runtime import current_run, send as _send
 
 # the plan's entry (kept across calls, see copies.py) for the plates' nesting: the dims of
 # marginalized sites go to the left of it
@@ -476,7 +477,6 @@ def markov(iterable, history=1):
         raise ValueError(f"scg.markov: history must be a non-negative int (how many earlier "
                          f"steps a step depends on), got {history!r}")
     chain = Chain(int(history))
-    from .sites import _send
     _send("scg.markov(...)", effects.Message("markov", None, chain=chain, step=None))
     try:
         for step, item in enumerate(iterable):
@@ -501,7 +501,6 @@ def factor(name, log_value):
     Example:
         >>> scg.factor("prior", -0.5 * theta ** 2)
     """
-    from .sites import _send, current_run
     if effects.innermost() is None:
         current_run(f"scg.factor({name!r}, ...)")  # (raises: outside a model)
     _send(f"scg.factor({name!r}, ...)",

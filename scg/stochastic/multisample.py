@@ -15,7 +15,7 @@ from ..core import effects
 from ..estimators.dreg import normalized_weights
 from ..numpy import rules as R
 from .persample import PerSample
-from .sites import current_run
+from .runtime import current_run
 
 
 @dataclass

@@ -8,6 +8,7 @@ gradient); each thread sees only its own.
 import threading
 
 from ..core import effects
+from ..errors import TracingError
 
 
 class _Runtime(threading.local):
@@ -28,3 +29,21 @@ def innermost_run():
         if getattr(h, "is_run", False):
             return h
     return None
+
+
+def current_run(what):
+    """The run of a model in progress, or TracingError naming `what` (called outside one)."""
+    run = innermost_run()
+    if run is None:
+        raise TracingError(f"{what} was called outside a model; call the model through "
+                           "scg.expectation(model, n=...) or scg.trace(model, ...)")
+    return run
+
+
+def send(what, msg):
+    """Send a model's message (`what`: the call, for the error outside a model)."""
+    try:
+        return effects.send(msg)
+    except LookupError:  # (no run took it: handlers of one's own outside a model)
+        current_run(what)
+        raise

@@ -33,24 +33,8 @@ from .memory import check_fits
 from .zero_mean import check_use, law_of
 from .persample import NO_DEPS, Deps, PerSample, lift
 from .plates import label_draw
-from .runtime import RUNTIME, innermost_run
+from .runtime import RUNTIME, current_run, innermost_run, send as _send
 from .site_states import SiteStates, estimator_of
-
-
-def current_run(what):
-    run = innermost_run()
-    if run is None:
-        raise TracingError(f"{what} was called outside a model; call the model through "
-                           "scg.expectation(model, n=...) or scg.trace(model, ...)")
-    return run
-
-
-def _send(what, msg):
-    try:
-        return effects.send(msg)
-    except LookupError:  # (no run took it: handlers of one's own outside a model)
-        current_run(what)
-        raise
 
 
 @dataclass(frozen=True)
