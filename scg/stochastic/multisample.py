@@ -15,7 +15,7 @@ from ..core import effects
 from ..estimators.dreg import normalized_weights
 from ..numpy import rules as R
 from .persample import PerSample
-from .runtime import current_run
+from .runtime import current_run, send
 
 
 @dataclass
@@ -116,11 +116,20 @@ def logmeanexp(value, plate):
                          "per element, inside the plate, from the plate's sites")
     frame = next(p for p in value.axes[axis] if p.name == plate)
     result = R.subtract(R.logsumexp(value, axis=axis), np.log(frame.size))
-    bound = Bound(frame, value, result)
+    # (a message on the effect stack, as sites and costs are: the run records the bound)
+    send(f"scg.logmeanexp(..., plate={plate!r})",
+         effects.Message("bound", plate, bound=Bound(frame, value, result)))
+    return result
+
+
+def record_bound(run, msg):
+    """Perform a "bound" message in `run`: keep the bound (VIMCO reads it) and hand its
+    normalized weights to the DReG sites whose particles it averages."""
+    bound = msg.fields["bound"]
     run.bounds.append(bound)
-    for proposal in run.proposals:  # (DReG sites whose particles this bound averages)
+    frame, value = bound.plate, bound.log_weights
+    for proposal in run.proposals:
         if frame in proposal.plates and proposal.name in value.deps.up and \
                 (frame, proposal.name) not in value.mixed:
             w = bound.plain_log_weights()
             proposal.fill(bound, effects.opaque(normalized_weights, w), bound.other_plates())
-    return result

@@ -18,6 +18,7 @@ from ..estimators.base import INVALID
 from .copies import Copies, CopyLayout, Replan
 from .marginal import MARGINAL_COST, open_chain
 from .memory import check_layout
+from .multisample import record_bound
 from ..numpy import rules as R
 from .sites import (EstimatorChoice, add_cost, carries_gradient, close_plate, cost, draw_site,
                     family_of, innermost_run, open_plate, refuse_lazy)
@@ -317,7 +318,7 @@ class Trace(effects.Handler):
 
 
 _PERFORMERS = {"sample": draw_site, "cost": add_cost, "plate": open_plate,
-               "plate_exit": close_plate, "markov": open_chain}
+               "plate_exit": close_plate, "markov": open_chain, "bound": record_bound}
 
 
 def _split_aux(model, out, trace):
