@@ -79,9 +79,9 @@ class UnorderedSet(Estimator):
     def after_draw(self, site, run):
         # the set's weights are per element: an element outside every plate would share a
         # cost with the others, and a weight per copy cannot serve both
-        batch = tuple(site.dist.batch_shape)
-        in_plates = {len(batch) + p.dim for p in site.plates
-                     if 0 <= len(batch) + p.dim < len(batch)}
+        batch = tuple(family_of(site.dist).batch_shape)  # (to_event dims included)
+        outer = len(site.dist.batch_shape)
+        in_plates = {outer + p.dim for p in site.plates if 0 <= outer + p.dim < outer}
         loose = [i for i, size in enumerate(batch) if size > 1 and i not in in_plates]
         if loose:
             raise EstimatorError(
