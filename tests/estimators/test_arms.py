@@ -78,7 +78,7 @@ def test_below_leave_one_out_at_equal_evaluations(k):
     gs = scg.grad_samples(scg.expectation(model_for(scg.ARMS(k)), n=n, seed=10 + k))(TH)
     mean, loo_var = loo_moments(TH, k)
     np.testing.assert_allclose(mean, numeric_grad(exact, TH), atol=1e-7)
-    total = np.sum(gs.samples - gs.mean, axis=1) ** 2  # (the summed variance's terms)
+    total = np.sum((gs.samples - gs.mean) ** 2, axis=1)  # (the summed variance's terms)
     arms, stderr = total.mean(), total.std(ddof=1) / np.sqrt(n)
     assert arms + 5 * stderr < loo_var.sum(), (arms, stderr, loo_var.sum())
 
