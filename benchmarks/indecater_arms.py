@@ -5,7 +5,8 @@ latents, and ARMS(k) against leave-one-out with n = k draws on coupled coins.
     PYTHONPATH=. python benchmarks/indecater_arms.py [--draws 20000] [--repeats 3000]
 
 Categorical model: D = 3 latents of K = 4 values, a cost that couples them,
-f = (sum_d T[d, x_d] - 0.8)^2. One draw of scg.IndeCateR() costs 1 + D K = 13 evaluations
+f = (sum_d T[d, x_d] - 0.8)^2 ("coupled"), or mostly a sum of one term per latent,
+f = sum_d (T[d, x_d] - 0.3)^2 + 0.1 (sum_d T[d, x_d] - 0.8)^2 ("nearly separable"). One draw of scg.IndeCateR() costs 1 + D K = 13 evaluations
 (the draw and D x K branches); it is compared with scg.Score('loo') with n = 13 draws and
 with scg.UnorderedSet(13) on the same law written as one Categorical over the K^D = 64
 joint values (UnorderedSet serves one choice per element; the D latents of one cost are
@@ -27,27 +28,48 @@ import scg
 D, K = 3, 4
 TABLE = np.array([[1.0, -0.5, 2.0, 0.3], [0.4, 1.5, -1.0, 0.0], [-0.7, 0.2, 0.9, 1.1]])
 JOINT = np.array(list(itertools.product(range(K), repeat=D)))  # (64, D), row-major
-F_JOINT = (np.sum(TABLE[np.arange(D), JOINT], axis=1) - 0.8) ** 2
+SEPARABLE = {"coupled": (0.0, 1.0), "nearly separable": (1.0, 0.1)}
+
+
+def categorical_cost(parts, kind):
+    """The cost from the D looked-up values T[d, x_d]."""
+    alone, together = SEPARABLE[kind]
+    s = parts[0]
+    for x in parts[1:]:
+        s = s + x
+    out = together * (s - 0.8) ** 2
+    for x in parts:
+        out = out + alone * (x - 0.3) ** 2
+    return out
+
+
+def joint_costs(kind):
+    return categorical_cost([TABLE[d, JOINT[:, d]] for d in range(D)], kind)
 W = np.array([1.0, -0.7, 0.4, 0.9, -0.3])
 
 
-def factorized(estimator):
-    def model(theta):
-        x = scg.sample("x", scg.Categorical(logits=theta).to_event(1), estimator=estimator)
-        s = 0.0
-        for d in range(D):
-            s = s + scg.take(TABLE[d], x[..., d])
-        return (s - 0.8) ** 2
-    return model
+def factorized(kind):
+    def build(estimator):
+        def model(theta):
+            x = scg.sample("x", scg.Categorical(logits=theta).to_event(1),
+                           estimator=estimator)
+            return categorical_cost([scg.take(TABLE[d], x[..., d]) for d in range(D)], kind)
+        return model
+    return build
 
 
-def joint(estimator):
-    def model(theta):
-        logits = theta[0][:, None, None] + theta[1][None, :, None] + theta[2][None, None, :]
-        j = scg.sample("j", scg.Categorical(logits=np.reshape(logits, (-1,))),
-                       estimator=estimator)
-        return scg.take(F_JOINT, j)
-    return model
+def joint(kind):
+    costs = joint_costs(kind)
+
+    def build(estimator):
+        def model(theta):
+            logits = theta[0][:, None, None] + theta[1][None, :, None] + \
+                theta[2][None, None, :]
+            j = scg.sample("j", scg.Categorical(logits=np.reshape(logits, (-1,))),
+                           estimator=estimator)
+            return scg.take(costs, j)
+        return model
+    return build
 
 
 def coins(estimator):
@@ -61,8 +83,7 @@ def per_draw(build, estimator, theta, draws, seed):
     """Variance of one draw's estimate (summed over coordinates) and its standard error."""
     gs = scg.grad_samples(scg.expectation(build(estimator), n=draws, seed=seed))(theta)
     total = np.sum(((gs.samples - gs.mean) ** 2).reshape(draws, -1), axis=1)
-    return total.mean(), total.std(ddof=1) / np.sqrt(draws), int(gs.evals_per_draw) \
-        if hasattr(gs, "evals_per_draw") else None
+    return total.mean(), total.std(ddof=1) / np.sqrt(draws)
 
 
 def per_call(build, estimator, theta, n, repeats, seed):
@@ -74,7 +95,7 @@ def per_call(build, estimator, theta, n, repeats, seed):
 
 
 def show(label, var, se, ref):
-    print(f"  {label:<34} {var:10.4g} +- {se:8.2g}   ratio to LOO {var / ref:6.3f}")
+    print(f"  {label:<44} {var:10.4g} +- {se:8.2g}   ratio to LOO {var / ref:6.3f}")
 
 
 def main():
@@ -84,12 +105,14 @@ def main():
     args = ap.parse_args()
     base = np.array([[0.2, -0.3, 0.5, 0.0], [1.0, -0.5, 0.1, 0.3], [-0.4, 0.6, 0.0, -0.2]])
     evals = 1 + D * K
-    for scale in (1.0, 3.0):
+    for kind, scale in itertools.product(SEPARABLE, (1.0, 3.0)):
         theta = scale * base
-        print(f"categorical, D = {D}, K = {K}, logits x {scale:g}: {evals} evaluations each")
-        loo, loo_se = per_call(factorized, scg.Score("loo"), theta, evals, args.repeats, 1)
-        ind, ind_se, _ = per_draw(factorized, scg.IndeCateR(), theta, args.draws, 2)
-        us, us_se, _ = per_draw(joint, scg.UnorderedSet(evals), theta, args.draws, 3)
+        print(f"categorical, {kind}, D = {D}, K = {K}, logits x {scale:g}: {evals} "
+              "evaluations each")
+        loo, loo_se = per_call(factorized(kind), scg.Score("loo"), theta, evals,
+                               args.repeats, 1)
+        ind, ind_se = per_draw(factorized(kind), scg.IndeCateR(), theta, args.draws, 2)
+        us, us_se = per_draw(joint(kind), scg.UnorderedSet(evals), theta, args.draws, 3)
         show(f"Score('loo'), n = {evals}", loo, loo_se, loo)
         show("IndeCateR(), one draw", ind, ind_se, loo)
         show(f"UnorderedSet({evals}) on the 64 joint values", us, us_se, loo)
@@ -99,7 +122,7 @@ def main():
         print(f"coins, D = 5, logits x {scale:g}")
         for k in (2, 4, 8):
             loo, loo_se = per_call(coins, scg.Score("loo"), theta, k, args.repeats, 10 + k)
-            arms, arms_se, _ = per_draw(coins, scg.ARMS(k), theta, args.draws, 20 + k)
+            arms, arms_se = per_draw(coins, scg.ARMS(k), theta, args.draws, 20 + k)
             show(f"Score('loo'), n = {k}", loo, loo_se, loo)
             show(f"ARMS({k}), one draw", arms, arms_se, loo)
 
