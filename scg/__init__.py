@@ -9,6 +9,7 @@ from .jit import jit
 from .distributions import *  # noqa: F401,F403  (every family: scg.Normal, scg.Bernoulli, ...)
 from .errors import (BiasWarning, EstimatorError, NoGradientPathError, RandomnessWarning, VarianceWarning,
                      TracingError)
+from .estimators import ARMS, IndeCateR
 from .estimators import (REBAR, RELAX, VIMCO, DisARM, Enumerate, Estimator, GumbelSoftmax,
                          Marginalize, MeasureValued, Pathwise, Score, UnorderedSet, baselines)
 from .stochastic.expectation import Expectation, GradSamples, expectation, trace
@@ -24,7 +25,7 @@ __all__ = list(distributions.__all__) + ["__version__",
     "grad", "value_and_grad", "jit", "jacobian", "hessian", "hvp", "stop_gradient",
     "sigmoid", "softplus", "relu", "logsumexp", "softmax", "log_softmax", "take",
     "sample", "cost", "factor", "markov", "plate", "mask", "all", "blackbox", "logmeanexp", "expectation", "grad_samples",
-    "trace", "VIMCO", "REBAR", "RELAX", "UnorderedSet",
+    "trace", "VIMCO", "REBAR", "RELAX", "UnorderedSet", "IndeCateR", "ARMS",
     "Expectation", "GradSamples", "Trace", "Pathwise", "Score", "Enumerate", "DisARM",
     "GumbelSoftmax", "Marginalize", "MeasureValued", "baselines",
     "TracingError", "EstimatorError", "NoGradientPathError", "BiasWarning", "RandomnessWarning",

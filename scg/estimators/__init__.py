@@ -4,10 +4,12 @@ Every estimator derives from `Estimator` (see `base.py` for the protocol), one f
 """
 
 from . import baselines
+from .arms import ARMS
 from .base import Estimator
 from .disarm import DisARM
 from .enumerate import Enumerate
 from .gumbel_softmax import GumbelSoftmax
+from .indecater import IndeCateR
 from .marginalize import Marginalize
 from .measure_valued import MeasureValued
 from .pathwise import Pathwise
@@ -38,5 +40,5 @@ def as_estimator(spec):
                      f"got {spec!r}")
 
 
-__all__ = ["DisARM", "Enumerate", "Estimator", "GumbelSoftmax", "Marginalize", "MeasureValued", "Pathwise",
+__all__ = ["ARMS", "DisARM", "Enumerate", "Estimator", "GumbelSoftmax", "IndeCateR", "Marginalize", "MeasureValued", "Pathwise",
            "REBAR", "RELAX", "Score", "UnorderedSet", "VIMCO", "as_estimator", "baselines", "linear_term", "magic_box"]

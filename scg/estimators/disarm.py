@@ -1,18 +1,12 @@
-"""DisARM: the antithetic augment-REINFORCE-merge estimator for Bernoulli sites (Dong, Mnih
-and Tucker 2020), unbiased, with two evaluations of the downstream model per draw."""
+"""DisARM: the antithetic augment-REINFORCE-merge estimator for coins (Dong, Mnih and
+Tucker 2020), unbiased, with two evaluations of the downstream model per draw."""
 
 import numpy as np
 
 from ..core import effects
-
-from ..distributions.base import family_name
-from ..errors import EstimatorError
 from .base import Estimator
-from .terms import linear_term, require_open_probs, traced_logits
-
-
-def _sigmoid(x):
-    return 0.5 * (1.0 + np.tanh(0.5 * x))  # (no overflow for large |x|)
+from .finite import plain_coin, traced_logit, two_values
+from .terms import linear_term, require_open_probs
 
 
 class DisARM(Estimator):
@@ -22,6 +16,11 @@ class DisARM(Estimator):
     sum of the costs downstream (per element inside a plate). Both halves of the pair are
     draws of the site, so the costs enter the objective with weight 1/2 each.
 
+    It serves every coin: a family whose declared support (`enumerate_support`) has two
+    values v0, v1 (Bernoulli: 0 and 1; a user's own family alike). The family's own
+    `log_prob` of the two values gives p = p(v1) and the logit a = log p(v1) - log p(v0)
+    that the estimate differentiates; b takes the value v1 where u < p, else v0.
+
     Example:
         >>> scg.sample("z", scg.Bernoulli(logits=enc), estimator=scg.DisARM())
     """
@@ -29,26 +28,24 @@ class DisARM(Estimator):
     name = "disarm"
 
     def check(self, name, dist):
-        family = family_name(dist)
-        if family != "Bernoulli":
-            raise EstimatorError(
-                f"site {name!r}: scg.DisARM() serves Bernoulli sites only, not {family}; use "
-                "scg.Score(baseline='loo'), scg.MeasureValued() or scg.Enumerate()")
+        two_values(name, dist, "scg.DisARM()")
         require_open_probs(name, dist, "scg.DisARM()")
 
     def copies(self, name, dist, plates):
         return 2
 
     def draw(self, d):
+        values = two_values(d.name, d.dist, "scg.DisARM()")
         u = d.uniform()
-        p = _probs(d.plain_params())  # (before broadcasting: shared logits stay small)
+        # (before broadcasting: shared parameters stay small)
+        p, larger = plain_coin(d, "scg.DisARM()")
         keep = u < p
         mirror = (1.0 - u) < p
         # the derivative's factor per element: (-1)^b~ 1[b != b~] sigmoid(|logits|)
-        d.aux["factor"] = np.where(keep != mirror, np.where(mirror, -1.0, 1.0), 0.0) * \
-            np.maximum(p, 1.0 - p)
-        return np.where(d.copies.index(d.name).reshape((-1,) + (1,) * (u.ndim - 1)) == 0,
-                        keep, mirror).astype(float)
+        d.aux["factor"] = np.where(keep != mirror, np.where(mirror, -1.0, 1.0), 0.0) * larger
+        second = np.where(d.copies.index(d.name).reshape((-1,) + (1,) * (u.ndim - 1)) == 0,
+                          keep, mirror)
+        return np.where(second, values[1], values[0])
 
     def weight(self, site, ctx):
         return np.full(ctx.trace.rows, 0.5)
@@ -61,7 +58,7 @@ class DisARM(Estimator):
         half_diff = 0.5 * (f_b - f_mirror)
         g = np.stack([half_diff, np.zeros_like(half_diff)], axis=ctx.own_axis(site))
         spread = ctx.to_batch(ctx.spread(g, site), site)  # (rows, *batch), 0 on b~'s rows
-        return linear_term(traced_logits(site, ctx), spread * site.aux["factor"],
+        return linear_term(traced_logit(site, ctx), spread * site.aux["factor"],
                            1.0 / ctx.n)
 
     def dice_log_prob(self, site, ctx):
@@ -78,10 +75,4 @@ class DisARM(Estimator):
         down = [c.name for c in trace.downstream_costs(site)] or ["no cost"]
         return [f"d/dlogits of {site.name}: 1/2 (f(b) - f(b~)) (-1)^b~ 1[b != b~] "
                 f"sigmoid(|logits|), f = {' + '.join(down)}"]
-
-
-def _probs(params):
-    if params.get("logits") is not None:
-        return _sigmoid(effects.asarray(params["logits"], dtype=float))
-    return effects.asarray(params["probs"], dtype=float)
 

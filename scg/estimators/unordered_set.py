@@ -1,9 +1,11 @@
-"""The unordered set estimator (Kool, van Hoof and Welling 2020), for Categorical and
-OneHotCategorical sites: k distinct values per draw, sampled without replacement, each
+"""The unordered set estimator (Kool, van Hoof and Welling 2020), for every family that
+declares a finite support (`enumerate_support`: Categorical, OneHotCategorical, Bernoulli,
+Binomial, a user's own): k distinct values per draw, sampled without replacement, each
 weighted by how likely the set is with it drawn first.
 
-A set S of k distinct categories is drawn by Gumbel-top-k (the k largest of log p_i + G_i,
-the same law as drawing k times without replacement). For a set drawn this way,
+The log-probabilities log p_i of the support's values come from the family's own
+`log_prob` of its expanded support. A set S of k distinct values is drawn by Gumbel-top-k
+(the k largest of log p_i + G_i, the same law as drawing k times without replacement). For a set drawn this way,
 P(S) = sum over s in S of p(s) P_{D-s}(S - s), where P_{D-A}(T) is the probability of
 drawing the set T from the categories outside A (their probabilities renormalized). So
 
@@ -28,19 +30,20 @@ import numbers
 import numpy as np
 
 from ..core import effects
-from ..distributions.base import family_name, family_of
-from ..distributions.one_hot_categorical import OneHotCategorical
+from ..distributions.base import family_of
 from ..errors import EstimatorError
 from .base import Estimator
+from .enumerate import support_of
+from .finite import plain_log_probs
 from .terms import linear_term
 
-FAMILIES = ("Categorical", "OneHotCategorical")
 MAX_K = 16  # (2^k subsets per set)
 
 
 class UnorderedSet(Estimator):
-    """k distinct values per draw of a categorical site, combined by the unordered set
-    estimator with its built-in baseline: unbiased, exact at k = the number of categories.
+    """k distinct values per draw of a site with a finite support, combined by the
+    unordered set estimator with its built-in baseline: unbiased, exact at k = the size of
+    the support. It serves every family that declares `enumerate_support`.
 
     The model is evaluated once per value of the set (k evaluations per draw), each a
     branch of the run downstream of the site; `E()` is the set-weighted estimate.
@@ -63,28 +66,12 @@ class UnorderedSet(Estimator):
         self.k = int(k)
 
     def check(self, name, dist):
-        family = family_of(dist)
-        kind = family_name(family)
-        if kind not in FAMILIES:
+        size = len(support_of(name, dist, f"scg.UnorderedSet(k={self.k})"))
+        if self.k > size:
             raise EstimatorError(
-                f"site {name!r}: scg.UnorderedSet() draws categories without replacement, "
-                f"so it serves Categorical and OneHotCategorical sites, not {kind}; use "
-                "scg.Score('loo'), or scg.Enumerate() for a small support")
-        if self.k > family.num_categories:
-            raise EstimatorError(
-                f"site {name!r}: scg.UnorderedSet(k={self.k}) needs k distinct categories, "
-                f"but the site has {family.num_categories}; use k <= "
-                f"{family.num_categories} (k = {family.num_categories} is the exact sum)")
-
-        probs = family.params.get("probs")
-        if probs is not None and not effects.check(
-                _enough_support_of(self.k),
-                effects.asarray(probs, dtype=float), f"site {name!r}: k values of p > 0"):
-            raise EstimatorError(
-                f"site {name!r}: scg.UnorderedSet(k={self.k}) draws {self.k} distinct "
-                f"categories, but at some element fewer than {self.k} have a probability "
-                "above 0 (a set would hold one of probability 0, whose log-probability is "
-                "-inf); lower k, or use scg.Score('loo') for sites with masked categories")
+                f"site {name!r}: scg.UnorderedSet(k={self.k}) needs k distinct values of the "
+                f"support, but the site has {size}; use k <= {size} (k = {size} is the exact "
+                "sum)")
 
     def copies(self, name, dist, plates):
         return self.k
@@ -92,9 +79,9 @@ class UnorderedSet(Estimator):
     def after_draw(self, site, run):
         # the set's weights are per element: an element outside every plate would share a
         # cost with the others, and a weight per copy cannot serve both
-        batch = tuple(site.dist.batch_shape)
-        in_plates = {len(batch) + p.dim for p in site.plates
-                     if 0 <= len(batch) + p.dim < len(batch)}
+        batch = tuple(family_of(site.dist).batch_shape)  # (to_event dims included)
+        outer = len(site.dist.batch_shape)
+        in_plates = {outer + p.dim for p in site.plates if 0 <= outer + p.dim < outer}
         loose = [i for i, size in enumerate(batch) if size > 1 and i not in in_plates]
         if loose:
             raise EstimatorError(
@@ -109,26 +96,28 @@ class UnorderedSet(Estimator):
                 f"({', '.join(map(repr, others))}) is not supported; use it at one site")
 
     def draw(self, d):
-        family = family_of(d.dist)
-        onehot = isinstance(family, OneHotCategorical)
-        K = family.num_categories
-        params = d.plain_params()
-        if params.get("logits") is not None:
-            log_p = effects.opaque(_log_softmax, params["logits"])
-        else:
-            log_p = effects.opaque(_log, params["probs"])
+        who = f"scg.UnorderedSet(k={self.k})"
+        support = support_of(d.name, d.dist, who)
+        log_p = plain_log_probs(d, who)  # (*batch, S) or (rows, *batch, S)
+        if not effects.check(_enough_support_of(self.k), log_p,
+                             f"site {d.name!r}: k values of p > 0"):
+            raise EstimatorError(
+                f"site {d.name!r}: {who} draws {self.k} distinct values, but at some element "
+                f"fewer than {self.k} have a probability above 0 (a set would hold one of "
+                "probability 0, whose log-probability is -inf); lower k, or use "
+                "scg.Score('loo') for sites with masked values")
+        size = len(support)
 
         def gumbels(dist, rng, shape):
-            out = dist._extended_shape(shape)
-            return rng.gumbel(size=out if onehot else out + (K,))
+            return rng.gumbel(size=tuple(shape) + tuple(family_of(dist).batch_shape) + (size,))
 
         n = d.n
         g = effects.asarray(d.draws(gumbels))
-        top = effects.opaque(_top_k, log_p, g, self.k, n)  # (n, *batch, k) categories
+        top = effects.opaque(_top_k, log_p, g, self.k, n)  # (n, *batch, k) indices
         index = d.copies.index(d.name)
         d.aux["top"] = top
         d.aux["weights"] = effects.opaque(_ratios, log_p, top, n)  # (n, *batch, k, k + 1)
-        return effects.opaque(_values, top, index, n, K, onehot)
+        return effects.opaque(_values, top, index, n, support)
 
     # ------------------------------------------------------------ surrogate
     def weight(self, site, ctx):
@@ -174,20 +163,8 @@ def _enough_support_of(k):
     return functools.partial(_enough_support, k=k)
 
 
-def _enough_support(p, k):
-    return bool(np.all(np.sum(p > 0.0, axis=-1) >= k))
-
-
-def _log_softmax(logits):
-    logits = np.asarray(logits, dtype=float)
-    m = np.max(logits, axis=-1, keepdims=True)
-    shifted = logits - m
-    return shifted - np.log(np.sum(np.exp(shifted), axis=-1, keepdims=True))
-
-
-def _log(probs):
-    with np.errstate(divide="ignore"):
-        return np.log(np.asarray(probs, dtype=float))
+def _enough_support(log_p, k):
+    return bool(np.all(np.sum(log_p > -np.inf, axis=-1) >= k))
 
 
 def _top_k(log_p, g, k, n):
@@ -197,13 +174,12 @@ def _top_k(log_p, g, k, n):
     return np.argsort(-keys, axis=-1, kind="stable")[..., :k]
 
 
-def _values(top, index, n, K, onehot):
-    """Row c n + i holds draw i's c-th value of the set (copies are blocks of n rows)."""
+def _values(top, index, n, support):
+    """Row c n + i holds draw i's c-th value of the set (copies are blocks of n rows): the
+    support's values at those indices, shape (rows, *batch, *event)."""
     index = np.asarray(index)
     rows = np.moveaxis(top, -1, 1)[np.arange(index.shape[0]) % n, index]
-    if onehot:
-        return (rows[..., None] == np.arange(K)).astype(float)
-    return rows.astype(float)
+    return support[rows]
 
 
 def _ratios(log_p, top, n):

@@ -525,6 +525,11 @@ class SiteDraw:
         """The family's parameters as plain arrays of physical shape (rows, ...) or shared."""
         return family_of(_plain(self.clone)).params
 
+    def plain_family(self):
+        """The family with those plain physical parameters: what an estimator asks for the
+        probabilities of values it chooses itself (the points of a finite support)."""
+        return family_of(_plain(self.clone))
+
 
 def _rows(dist, rows, keys):
     inner = family_of(dist)

@@ -238,6 +238,8 @@ ESTIMATORS = [
     Case("measure_valued_uncoupled", lambda: scg.MeasureValued(coupled=False),
          ("normal", "coins")),
     Case("disarm", lambda: scg.DisARM(), ("coins",)),
+    Case("arms", lambda: scg.ARMS(3), ("coins",)),
+    Case("indecater", lambda: scg.IndeCateR(), ("coins", "choice")),
     Case("rebar", lambda: scg.REBAR(temperature=0.5, scale=1.0, learn=False),
          ("coins", "choice")),
     Case("rebar_hot_small_scale", lambda: scg.REBAR(temperature=3.0, scale=0.3, learn=False),

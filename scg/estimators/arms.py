@@ -1,0 +1,156 @@
+"""ARMS (Dimitriev and Zhou 2021, "ARMS: Antithetic-REINFORCE-Multi-Sample Gradient for
+Binary Variables"): k draws of a coin coupled by a Dirichlet copula, combined by
+leave-one-out REINFORCE with the correction that keeps it unbiased."""
+
+import numbers
+
+import numpy as np
+
+from ..core import effects
+from ..distributions.base import family_of
+from .base import Estimator
+from .finite import plain_coin, plain_log_probs, traced_logit, two_values
+from .terms import linear_term, require_open_probs
+
+MAX_K = 64
+
+
+class ARMS(Estimator):
+    """k antithetically coupled draws of a coin per draw, each a branch of the run.
+
+    Per element and draw, k uniforms u_1..u_k with uniform marginals and negative
+    dependence: D ~ Dirichlet(1, ..., 1) and u_i = 1 - (1 - D_i)^(k-1) (the CDF of D_i's
+    Beta(1, k-1) marginal); b_i takes the coin's second value where u_i < p. With f_i the
+    sum of the costs downstream at b_i (per element inside a plate), the derivative in the
+    logit a = log p(second) - log p(first) is
+
+        p (1 - p) / (k P(b_i = 1, b_j = 0)) sum_i (f_i - mean_{j != i} f_j) (1[b_i] - p).
+
+    Leave-one-out REINFORCE with correlated draws has expectation (p (1 - p) - Cov(b_i,
+    b_j)) df/dp; the factor in front divides that out (P(b_i = 1, b_j = 0) = p (1 - p) -
+    Cov), so the estimate is unbiased. Under the Dirichlet copula,
+    P(b_i = 1, b_j = 0) = (1 - p) - max(0, 2 (1 - p)^(1/(k-1)) - 1)^(k-1). At k = 2 the
+    uniforms are u and 1 - u and ARMS is DisARM. The costs enter the objective with
+    weight 1/k per draw; k evaluations of the downstream model per draw.
+
+    It serves coins: families whose declared support (`enumerate_support`) has two values
+    (Bernoulli, a user's own), p the probability of the second value from the family's own
+    `log_prob`. Categorical sites raise EstimatorError (this is the binary ARMS; for
+    categoricals use scg.IndeCateR() or scg.UnorderedSet(k)). First derivatives only.
+
+    Args:
+        k: the number of coupled draws, 2 <= k <= 64.
+
+    Example:
+        >>> scg.sample("z", scg.Bernoulli(logits=enc), estimator=scg.ARMS(4))
+    """
+
+    name = "arms"
+
+    def __init__(self, k):
+        if isinstance(k, bool) or not isinstance(k, numbers.Integral) or not 2 <= k <= MAX_K:
+            raise ValueError(f"ARMS: k must be an int from 2 to {MAX_K} (the coupled draws "
+                             f"per draw), got {k!r}")
+        self.k = int(k)
+
+    def check(self, name, dist):
+        two_values(name, dist, repr(self))
+        require_open_probs(name, dist, repr(self))
+
+    def copies(self, name, dist, plates):
+        return self.k
+
+    def draw(self, d):
+        who, k = repr(self), self.k
+        values = two_values(d.name, d.dist, who)
+        p, _ = plain_coin(d, who)
+
+        def exponentials(dist, rng, shape):
+            return rng.standard_exponential(
+                size=tuple(shape) + tuple(family_of(dist).batch_shape) + (k,))
+
+        u = effects.opaque(_coupled_uniforms, effects.asarray(d.draws(exponentials)), k)
+        second = effects.opaque(_below, u, p)  # (rows, *batch, k): 1 where b_i is v1
+        d.aux["second"] = second
+        d.aux["p"] = p
+        d.aux["factor"] = effects.opaque(_factor, plain_log_probs(d, who), k)
+        index = d.copies.index(d.name)
+        return effects.opaque(_values, second, index, values)
+
+    def weight(self, site, ctx):
+        return np.full(ctx.trace.rows, 1.0 / self.k)
+
+    def term(self, site, ctx):
+        if not ctx.has_downstream(site):
+            return None
+        k, q = self.k, ctx.q(site)
+        f = ctx.own(site, q)
+        total = sum(f)
+        axis = ctx.own_axis(site)
+        weight = None
+        for i in range(k):
+            loo = f[i] - (total - f[i]) / (k - 1)
+            g = np.stack([loo] + [np.zeros_like(loo)] * (k - 1), axis=axis)
+            spread = ctx.to_batch(ctx.spread(g, site), site)  # (rows, *batch), 0 off copy 0
+            part = effects.opaque(_times_score, spread, site.aux["second"], site.aux["p"], i)
+            weight = part if weight is None else weight + part
+        weight = effects.opaque(_scaled, weight, site.aux["factor"], k)
+        return linear_term(traced_logit(site, ctx), weight, 1.0 / ctx.n)
+
+    def dice_log_prob(self, site, ctx):
+        self.unsupported_order(site)
+
+    def describe(self, site):
+        return (f"ARMS: k = {self.k} draws coupled by a Dirichlet copula, leave-one-out "
+                "REINFORCE divided by 1 - the draws' correlation")
+
+    def cost_factor(self, site):
+        return f"1/{self.k} for each of the {self.k} coupled draws of {site.name}"
+
+    def explain_terms(self, site, trace):
+        down = " + ".join(c.name for c in trace.downstream_costs(site)) or "no cost"
+        return [f"d/dlogit of {site.name}: p (1 - p) / (k P(b_i = 1, b_j = 0)) sum_i (f_i - "
+                f"mean_j!=i f_j) (1[b_i] - p), k = {self.k}, f = {down}"]
+
+    def __repr__(self):
+        return f"ARMS({self.k})"
+
+
+def _coupled_uniforms(e, k):
+    """u_i = 1 - (1 - D_i)^(k-1), D = e / sum(e) ~ Dirichlet(1, ..., 1): uniform marginals,
+    negatively dependent (at k = 2: u and 1 - u)."""
+    dirichlet = e / np.sum(e, axis=-1, keepdims=True)
+    return -np.expm1((k - 1) * np.log1p(-dirichlet))
+
+
+def _below(u, p):
+    return (u < np.expand_dims(p, -1)).astype(float)
+
+
+def _values(second, index, values):
+    """Row c n + i holds the c-th coupled draw: the coin's value."""
+    index = np.asarray(index)
+    chosen = np.take_along_axis(
+        second, index.reshape((-1,) + (1,) * (second.ndim - 1)), axis=-1)[..., 0]
+    return np.where(chosen == 1.0, values[1], values[0])
+
+
+def _factor(log_p, k):
+    """p (1 - p) / P(b_i = 1, b_j = 0), from the log-probabilities (log(1 - p), log p) of
+    the coin's values, accurate near p = 0 and 1: P(b_i = 1, b_j = 0) = s - max(0, 2
+    s^(1/(k-1)) - 1)^(k-1), s = 1 - p."""
+    log_s = log_p[..., 0]
+    s = np.exp(log_s)
+    inner = 1.0 + 2.0 * np.expm1(log_s / (k - 1))  # 2 s^(1/(k-1)) - 1
+    with np.errstate(divide="ignore", invalid="ignore"):
+        m = (k - 1) * np.log1p(2.0 * np.expm1(log_s / (k - 1)))
+        apart = np.where(inner > 0.0, -s * np.expm1(m - log_s), s)
+    return np.exp(log_p[..., 0] + log_p[..., 1]) / apart
+
+
+def _times_score(spread, second, p, i):
+    return spread * (second[..., i] - p)
+
+
+def _scaled(weight, factor, k):
+    return weight * factor / k

@@ -1,0 +1,104 @@
+"""What estimators over a finite support ask of a family: the probability of each of its
+values, from the family's own `enumerate_support` and `log_prob` (never its name).
+
+UnorderedSet and IndeCateR take the log-probabilities of every value of the support;
+DisARM and ARMS serve a family of two values (a coin), the probability of the second
+value being the coin's p and log p(second) - log p(first) its logit.
+"""
+
+import numpy as np
+
+from ..core import effects
+from ..distributions.base import declares, family_name, family_of
+from ..errors import EstimatorError
+from .enumerate import support_of
+
+
+def plain_log_probs(d, who):
+    """log p of every value of the support at a draw `d` (a SiteDraw), plain, physical
+    shape (*batch, S) or (rows, *batch, S) for per-draw parameters; EstimatorError naming
+    the site when they do not hold all the probability (a support that misses values)."""
+    family = d.plain_family()
+    lp = family.log_prob(family.enumerate_support(expand=True))  # (S, [rows,] *batch)
+    lp = effects.opaque(_support_last, lp)
+    if not effects.check(_normalized, lp, f"site {d.name!r}: its support holds all the "
+                         "probability"):
+        raise EstimatorError(
+            f"site {d.name!r}: {who} sums over the values that {family_name(d.dist)} "
+            "declares (enumerate_support), but their probabilities exp(log_prob) do not add "
+            "up to 1 at some element: the declared support misses values, or log_prob is not "
+            "normalized. Declare every value of the support, or use scg.Score('loo')")
+    return lp
+
+
+def traced_log_probs(site, ctx):
+    """log p of each value of the support, traced in the parameters: a list of S arrays of
+    physical shape (rows, *batch) (the family's batch shape, to_event dims included)."""
+    inner = family_of(site.dist)
+    params = {k: (None if v is None else ctx.param(site, k)) for k, v in inner.params.items()}
+    traced = inner._rebuild(params)
+    support = support_of(site.name, site.dist, repr(site.estimator))
+    event = support.shape[1:]
+    shape = (ctx.trace.rows,) + tuple(inner.batch_shape) + event
+    return [traced.log_prob(np.broadcast_to(v, shape)) for v in support]
+
+
+def two_values(name, dist, who):
+    """The two values of a coin's support (shape (2,)), or EstimatorError naming the site:
+    the estimator serves families whose declared support has two values and no event
+    dimensions (Bernoulli, a user's own coin)."""
+    if not declares(dist, "enumerate_support"):
+        raise EstimatorError(
+            f"site {name!r}: {who} serves coins, families whose declared support "
+            f"(enumerate_support) has two values, as Bernoulli; not {family_name(dist)}, "
+            "which declares no finite support. Use 'auto', scg.Score('loo') or, with a "
+            "sampling path, scg.Pathwise()")
+    support = support_of(name, dist, who)
+    if support.shape != (2,):
+        raise EstimatorError(
+            f"site {name!r}: {who} serves coins, families whose declared support has two "
+            f"values (as Bernoulli), not {family_name(dist)}, whose support has "
+            f"{support.shape[0]} value(s) of shape {support.shape[1:]}; use "
+            "scg.IndeCateR(), scg.UnorderedSet(k) or scg.Score('loo')")
+    return support
+
+
+def plain_coin(d, who):
+    """(p, max(p, 1 - p)) of a coin at a draw `d`, p the probability of its second value,
+    plain, from the family's log_prob of its two values; EstimatorError naming the site if
+    either is not finite (probs exactly 0 or 1: the logit is infinite there)."""
+    lp = plain_log_probs(d, who)
+    if not effects.check(_finite, lp, f"site {d.name!r}: both values of the coin possible"):
+        raise EstimatorError(
+            f"site {d.name!r}: {who} differentiates the coin's logit, log p(second value) - "
+            "log p(first value), and one of them has probability 0 at some element. The "
+            "derivative exists: scg.MeasureValued() gives it exactly at the boundary")
+    return effects.opaque(_second, lp), effects.opaque(_larger, lp)
+
+
+def traced_logit(site, ctx):
+    """log p(second value) - log p(first value), traced, physical shape (rows, *batch)."""
+    first, second = traced_log_probs(site, ctx)
+    return second - first
+
+
+def _support_last(lp):
+    return np.moveaxis(np.asarray(lp, dtype=float), 0, -1)
+
+
+def _normalized(lp):
+    with np.errstate(under="ignore"):
+        return bool(np.all(np.abs(np.sum(np.exp(lp), axis=-1) - 1.0) <= 1e-6))
+
+
+def _finite(lp):
+    return bool(np.all(np.isfinite(lp)))
+
+
+def _second(lp):
+    return np.exp(lp[..., 1])
+
+
+def _larger(lp):
+    """max(p, 1 - p), accurate near 0 and 1 (sigmoid(|logit|))."""
+    return np.exp(np.max(lp, axis=-1))
