@@ -5,7 +5,7 @@ import numpy as np
 from ..core import effects
 from ..core.tape import Primitive, defvjp
 from ..errors import EstimatorError
-from ..distributions.base import family_of
+from ..distributions.base import declares, family_name, family_of
 from ..distributions.bernoulli import Bernoulli
 from ..distributions.binomial import Binomial
 from ..numpy import rules as R
@@ -59,6 +59,26 @@ def require_open_probs(name, dist, who):
             "(log p = -inf there). The derivative exists: scg.MeasureValued() gives it "
             "exactly at the boundary" + ("; or parameterize the coin by logits=, which never "
                                          "reach 0 or 1" if coin else ""))
+
+
+def require_relaxation(name, dist, who):
+    """Raise EstimatorError unless the site's family declares a concrete relaxation
+    (`relaxed(T)`), saying which estimators serve it instead."""
+    if declares(dist, "relaxed"):
+        return
+    family = family_name(dist)
+    raise EstimatorError(
+        f"site {name!r}: {who} relaxes the draw of a family that declares a concrete "
+        f"relaxation (relaxed(temperature): Bernoulli and OneHotCategorical), and {family} "
+        "declares none. A categorical index (Categorical) has none: sample "
+        "scg.OneHotCategorical(probs=..., logits=...) instead (its draw is the one-hot "
+        "vector of the category); otherwise use estimator='auto', scg.Score('loo') or "
+        "scg.Enumerate()")
+
+
+def relaxed_form(dist):
+    """How a site's concrete relaxation maps its noise, for explain()."""
+    return family_of(dist).relaxed(1.0).form
 
 
 def open_probs(p):
