@@ -10,6 +10,7 @@ from .distributions import *  # noqa: F401,F403  (every family: scg.Normal, scg.
 from .errors import (BiasWarning, EstimatorError, NoGradientPathError, RandomnessWarning, VarianceWarning,
                      TracingError)
 from .estimators import (REBAR, RELAX, VIMCO, DisARM, Enumerate, Estimator, GumbelSoftmax,
+                         GappedST, GumbelRao, ReinMax,
                          Marginalize, MeasureValued, Pathwise, Score, UnorderedSet, baselines)
 from .stochastic.expectation import Expectation, GradSamples, expectation, trace
 from .stochastic.multisample import logmeanexp
@@ -26,7 +27,7 @@ __all__ = list(distributions.__all__) + ["__version__",
     "sample", "cost", "factor", "markov", "plate", "mask", "all", "blackbox", "logmeanexp", "expectation", "grad_samples",
     "trace", "VIMCO", "REBAR", "RELAX", "UnorderedSet",
     "Expectation", "GradSamples", "Trace", "Pathwise", "Score", "Enumerate", "DisARM",
-    "GumbelSoftmax", "Marginalize", "MeasureValued", "baselines",
+    "GumbelSoftmax", "GumbelRao", "ReinMax", "GappedST", "Marginalize", "MeasureValued", "baselines",
     "TracingError", "EstimatorError", "NoGradientPathError", "BiasWarning", "RandomnessWarning",
 ]
 

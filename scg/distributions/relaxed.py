@@ -16,8 +16,10 @@ family:
 - `conditional(b, v, wrap)`: scores z~ = logits + noise distributed as the noise given
   that the draw rounds to b, along a path in the logits (REBAR's z~ | b, Gumbel-Rao's
   conditional Gumbels);
-- `soft_derivative(point, delta)`: the derivative of `soft` at the scores whose image
-  is `point`, applied to `delta` (symmetric: also its transpose);
+- `soft_jacobian(y)`: plain, the derivative of `soft` at the scores whose image is y
+  (y (1 - y), or diag(y) - y y^T: symmetric), and `apply_jacobian(J, delta)`, traced,
+  J delta: a straight-through estimator is one plain Jacobian per draw, applied to the
+  logits' derivative;
 - `gap_offset(logits, b, gap)`: the smallest move of the scores after which they round
   to b with a margin of `gap` (the gapped straight-through estimator's perturbation);
 - `log_prob(y)`: the concrete log-density; `form`: the relaxed draw in words.
@@ -98,8 +100,12 @@ class RelaxedBernoulli(Distribution):
         return effects.opaque(_round_half, y)
 
     @staticmethod
-    def soft_derivative(point, delta):
-        return R.multiply(R.multiply(point, R.subtract(1.0, point)), delta)
+    def soft_jacobian(y):
+        return y * (1.0 - y)
+
+    @staticmethod
+    def apply_jacobian(jacobian, delta):
+        return R.multiply(jacobian, delta)
 
     def conditional(self, b, v, wrap=lambda x: x):
         """Logistic scores z~ given that they round to b (plain 0/1), from uniforms v: the
@@ -187,11 +193,14 @@ class RelaxedOneHotCategorical(Distribution):
         return effects.opaque(_one_hot_argmax, y)
 
     @staticmethod
-    def soft_derivative(point, delta):
-        # (diag(y) - y y^T) delta
-        return R.subtract(R.multiply(point, delta),
-                          R.multiply(point, R.sum_(R.multiply(point, delta), axis=-1,
-                                                   keepdims=True)))
+    def soft_jacobian(y):
+        # diag(y) - y y^T, over the last two axes
+        K = y.shape[-1]
+        return y[..., :, None] * (np.eye(K) - y[..., None, :])
+
+    @staticmethod
+    def apply_jacobian(jacobian, delta):
+        return R.sum_(R.multiply(jacobian, R.expand_dims(delta, -2)), axis=-1)
 
     def conditional(self, b, v, wrap=lambda x: x):
         """Gumbel scores z~ given that their argmax is b (plain one-hot), from uniforms v,
