@@ -15,7 +15,8 @@ family:
   argmax), distributed as the family when y is a relaxed draw;
 - `conditional(b, v, wrap)`: scores z~ = logits + noise distributed as the noise given
   that the draw rounds to b, along a path in the logits (REBAR's z~ | b, Gumbel-Rao's
-  conditional Gumbels);
+  conditional Gumbels; a category's scores up to a common shift, which soft and hard
+  ignore);
 - `soft_jacobian(y)`: plain, the derivative of `soft` at the scores whose image is y
   (y (1 - y), or diag(y) - y y^T: symmetric), and `apply_jacobian(J, delta)`, traced,
   J delta: a straight-through estimator is one plain Jacobian per draw, applied to the
@@ -207,7 +208,7 @@ class RelaxedOneHotCategorical(Distribution):
         with theta the log-probabilities: z~_k = -log(-log v_k) for the chosen k (the max
         of the Gumbels theta + G is Gumbel-distributed at logsumexp theta = 0) and z~_i =
         -log(-log(v_i) e^(-theta_i) - log v_k) for the others (Gumbels truncated below
-        z~_k), along paths in theta. `wrap` lifts plain per-draw arrays into the caller's
+        z~_k), along paths in theta: the scores theta + G, a shift of logits + G. `wrap` lifts plain per-draw arrays into the caller's
         draws."""
         theta = R.log_softmax(self.logits, axis=-1)
         v = open_uniform(v)

@@ -45,8 +45,9 @@ class ReinMax(StraightThrough):
     def explain_terms(self, site, trace):
         return [f"biased: {site.name} takes exact discrete values b and its gradient g "
                 "reaches the logits a as (2 J(pi1) - J(pi0) / 2) g, J(y) = diag(y) - y y^T, "
-                f"pi0 = softmax(a), pi1 = (softmax(a / {self.temperature:g}) + b) / 2: exact "
-                "for a cost linear or quadratic in the draw, an approximation otherwise"]
+                f"pi0 = softmax(a), pi1 = (softmax(a / {self.temperature:g}) + b) / 2: in "
+                "expectation exact for a cost quadratic in the draw at T = 1, an "
+                "approximation otherwise"]
 
     def __repr__(self):
         return f"ReinMax(temperature={self.temperature!r})"
