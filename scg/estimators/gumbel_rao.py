@@ -49,13 +49,10 @@ class GumbelRao(StraightThrough):
 
     def jacobian(self, d, relaxation, logits, b):
         plain = relaxation._rebuild({"logits": logits})  # (the conditional on plain logits)
-        total = 0.0
-        for _ in range(self.k):
-            v = effects.asarray(d.draws(lambda dist, rng, shape: rng.random(
-                dist._extended_shape(shape))))
-            y = relaxation.soft(plain.conditional(b, v) / self.temperature)
-            total = total + relaxation.soft_jacobian(y)
-        return total / (self.k * self.temperature)
+        v = np.stack([effects.asarray(d.draws(lambda dist, rng, shape: rng.random(
+            dist._extended_shape(shape)))) for _ in range(self.k)])  # (k, rows, ...)
+        y = relaxation.soft(plain.conditional(b, v) / self.temperature)
+        return np.mean(relaxation.soft_jacobian(y), axis=0) / self.temperature
 
     def describe(self, site):
         return (f"Gumbel-Rao at temperature {self.temperature:g} with k = {self.k}: exact "
