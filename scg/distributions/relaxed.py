@@ -17,8 +17,8 @@ family:
   that the draw rounds to b, along a path in the logits (REBAR's z~ | b, Gumbel-Rao's
   conditional Gumbels; a category's scores up to a common shift, which soft and hard
   ignore);
-- `soft_jacobian(y)`: plain, the derivative of `soft` at the scores whose image is y
-  (y (1 - y), or diag(y) - y y^T: symmetric), and `apply_jacobian(J, delta)`, traced,
+- `soft_jacobian(y, mean_axis=None)`: plain, the derivative of `soft` at the scores whose
+  image is y (y (1 - y), or diag(y) - y y^T: symmetric; averaged over axis 0), and `apply_jacobian(J, delta)`, traced,
   J delta: a straight-through estimator is one plain Jacobian per draw, applied to the
   logits' derivative;
 - `gap_offset(logits, b, gap)`: the smallest move of the scores after which they round
@@ -101,8 +101,9 @@ class RelaxedBernoulli(Distribution):
         return effects.opaque(_round_half, y)
 
     @staticmethod
-    def soft_jacobian(y):
-        return y * (1.0 - y)
+    def soft_jacobian(y, mean_axis=None):
+        j = y * (1.0 - y)
+        return j if mean_axis is None else np.mean(j, axis=mean_axis)
 
     @staticmethod
     def apply_jacobian(jacobian, delta):
@@ -194,10 +195,17 @@ class RelaxedOneHotCategorical(Distribution):
         return effects.opaque(_one_hot_argmax, y)
 
     @staticmethod
-    def soft_jacobian(y):
-        # diag(y) - y y^T, over the last two axes
+    def soft_jacobian(y, mean_axis=None):
+        # diag(y) - y y^T over the last two axes; with mean_axis (the first), its mean over
+        # that axis: diag(mean y) - mean(y y^T), the outer products as one batched product
         K = y.shape[-1]
-        return y[..., :, None] * (np.eye(K) - y[..., None, :])
+        if mean_axis is None:
+            return y[..., :, None] * (np.eye(K) - y[..., None, :])
+        if mean_axis != 0:
+            raise ValueError("soft_jacobian: mean_axis must be None or 0")
+        k = y.shape[0]
+        outer = np.matmul(np.moveaxis(y, 0, -1), np.moveaxis(y, 0, -2)) / k
+        return np.mean(y, axis=0)[..., None] * np.eye(K) - outer
 
     @staticmethod
     def apply_jacobian(jacobian, delta):

@@ -52,7 +52,7 @@ class GumbelRao(StraightThrough):
         v = np.stack([effects.asarray(d.draws(lambda dist, rng, shape: rng.random(
             dist._extended_shape(shape)))) for _ in range(self.k)])  # (k, rows, ...)
         y = relaxation.soft(plain.conditional(b, v) / self.temperature)
-        return np.mean(relaxation.soft_jacobian(y), axis=0) / self.temperature
+        return relaxation.soft_jacobian(y, mean_axis=0) / self.temperature
 
     def describe(self, site):
         return (f"Gumbel-Rao at temperature {self.temperature:g} with k = {self.k}: exact "
