@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 import scg
-from scg.distributions.base import declares
+from scg.distributions._util import plain
+from scg.distributions.base import broadcast_shape, declares
 
 torch = pytest.importorskip("torch")
 
@@ -76,3 +77,48 @@ def test_a_draw_and_its_rounding():
     np.testing.assert_array_equal(r.hard(y), np.eye(3)[np.argmax(y, axis=-1)])
     with pytest.raises(ValueError, match="temperature must be a positive finite number"):
         scg.RelaxedBernoulli(0.0, 0.3)
+
+
+class Coin(scg.Distribution):
+    """A user's own family (no scg family among its bases) that declares a relaxation."""
+
+    arg_constraints = {}
+    support = scg.Bernoulli.support
+
+    def __init__(self, logits, validate_args=None):
+        self.logits = logits
+        super().__init__({"logits": logits}, broadcast_shape(logits),
+                         validate_args=validate_args)
+
+    def _sample(self, rng, shape):
+        p = 1.0 / (1.0 + np.exp(-plain(self.logits)))  # (as scg's families read them)
+        return (rng.random(self._extended_shape(shape)) < p).astype(float)
+
+    def log_prob(self, value):
+        return value * self.logits - scg.softplus(self.logits)
+
+    def relaxed(self, temperature):
+        return scg.RelaxedBernoulli(temperature, self.logits, validate_args=False)
+
+
+@pytest.mark.parametrize("make", [lambda: scg.ReinMax(1.5), lambda: scg.GumbelRao(0.5, 3),
+                                  lambda: scg.GappedST(0.5),
+                                  lambda: scg.GumbelSoftmax(0.5, hard=True)],
+                         ids=["reinmax", "gumbel_rao", "gapped_st", "st_gumbel_softmax"])
+def test_a_users_own_family_that_declares_a_relaxation_is_served(make):
+    w = np.array([1.0, -0.7, 0.4])
+
+    def model(family):
+        def f(a):
+            b = scg.sample("b", family(a), estimator=make())
+            return (b @ w - 0.5) ** 2
+        return f
+    a = np.array([0.3, -1.2, 0.8])
+    assert declares(Coin(a), "relaxed")
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", scg.BiasWarning)
+        mine = scg.grad(scg.expectation(model(Coin), n=64, seed=3))(a)
+        theirs = scg.grad(scg.expectation(model(lambda a: scg.Bernoulli(logits=a)), n=64,
+                                          seed=3))(a)
+    np.testing.assert_allclose(mine, theirs, rtol=1e-12, atol=1e-14)
