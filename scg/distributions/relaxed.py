@@ -132,7 +132,11 @@ class RelaxedBernoulli(Distribution):
         return rng.random(self._extended_shape(shape))
 
     def path(self, noise):
-        return self.soft(R.divide(R.add(self.logits, self.noise_of(noise)), self.temperature))
+        scores = R.divide(R.add(self.logits, self.noise_of(noise)), self.temperature)
+        if _is_plain(self.logits, noise):  # (numpy's own formula: the same bits every call)
+            with np.errstate(over="ignore"):
+                return 1.0 / (1.0 + np.exp(-scores))
+        return self.soft(scores)
 
     def log_prob(self, value):
         # the logistic density of x = logit(y) (location logits / T, scale 1 / T), times
@@ -237,7 +241,11 @@ class RelaxedOneHotCategorical(Distribution):
         return rng.random(self._extended_shape(shape))
 
     def path(self, noise):
-        return self.soft(R.divide(R.add(self.logits, self.noise_of(noise)), self.temperature))
+        scores = R.divide(R.add(self.logits, self.noise_of(noise)), self.temperature)
+        if _is_plain(self.logits, noise):  # (numpy's own formula: the same bits every call)
+            e = np.exp(scores - np.max(scores, axis=-1, keepdims=True))
+            return e / np.sum(e, axis=-1, keepdims=True)
+        return self.soft(scores)
 
     def log_prob(self, value):
         # (K - 1)! T^(K - 1) prod_k a_k y_k^(-T - 1) / (sum_k a_k y_k^-T)^K, a = exp(logits)
@@ -267,6 +275,10 @@ def logits_of(params, pairs):
 def _log_positive(p):
     positive = np.greater(p, 0.0)
     return np.where(positive, R.log(np.where(positive, p, 1.0)), -np.inf)
+
+
+def _is_plain(*values):
+    return all(isinstance(v, (np.ndarray, float, int, np.floating)) for v in values)
 
 
 def _round_half(y):
