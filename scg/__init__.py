@@ -11,6 +11,7 @@ from .errors import (BiasWarning, EstimatorError, NoGradientPathError, Randomnes
                      TracingError)
 from .estimators import ARMS, IndeCateR
 from .estimators import (REBAR, RELAX, VIMCO, DisARM, Enumerate, Estimator, GumbelSoftmax,
+                         GappedST, GumbelRao, ReinMax,
                          Marginalize, MeasureValued, Pathwise, Score, UnorderedSet, baselines)
 from .stochastic.expectation import Expectation, GradSamples, expectation, trace
 from .stochastic.multisample import logmeanexp
@@ -27,7 +28,7 @@ __all__ = list(distributions.__all__) + ["__version__",
     "sample", "cost", "factor", "markov", "plate", "mask", "all", "blackbox", "logmeanexp", "expectation", "grad_samples",
     "trace", "VIMCO", "REBAR", "RELAX", "UnorderedSet", "IndeCateR", "ARMS",
     "Expectation", "GradSamples", "Trace", "Pathwise", "Score", "Enumerate", "DisARM",
-    "GumbelSoftmax", "Marginalize", "MeasureValued", "baselines",
+    "GumbelSoftmax", "GumbelRao", "ReinMax", "GappedST", "Marginalize", "MeasureValued", "baselines",
     "TracingError", "EstimatorError", "NoGradientPathError", "BiasWarning", "RandomnessWarning",
 ]
 

@@ -22,6 +22,7 @@ from .negative_binomial import NegativeBinomial
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical
 from .poisson import Poisson
+from .relaxed import RelaxedBernoulli, RelaxedOneHotCategorical
 from .studentt import StudentT
 from .transformed import TransformedDistribution
 from .uniform import Uniform
@@ -34,5 +35,6 @@ __all__ = ["Distribution", "Independent", "set_validation",
            "Gumbel", "Gamma", "Beta", "Dirichlet", "Bernoulli", "Categorical", "Poisson",
            "Binomial", "Geometric", "OneHotCategorical", "StudentT", "Cauchy", "HalfNormal",
            "HalfCauchy", "NegativeBinomial", "Multinomial", "MixtureSameFamily",
-           "TransformedDistribution", "kl_divergence", "register_kl", "transforms",
+           "TransformedDistribution", "RelaxedBernoulli", "RelaxedOneHotCategorical",
+           "kl_divergence", "register_kl", "transforms",
            "transform_to", "register_transform"]

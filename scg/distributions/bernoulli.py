@@ -67,6 +67,12 @@ class Bernoulli(Distribution):
         """The values 0 and 1: shape (2,), or (2,) + batch_shape with `expand`."""
         return expanded_support(np.array([0.0, 1.0]), self.batch_shape, 0, expand)
 
+    def relaxed(self, temperature):
+        """The binary concrete relaxation at `temperature` (scg.RelaxedBernoulli), of the
+        same logits (from probs: log p - log(1 - p))."""
+        from .relaxed import RelaxedBernoulli, logits_of
+        return RelaxedBernoulli(temperature, logits_of(self.params, True), validate_args=False)
+
     def relaxed_log_prob(self, value):
         """The log-probability's continuous extension to values in [0, 1], x log p +
         (1 - x) log(1 - p): log_prob itself on {0, 1}, finite between (the concrete

@@ -105,6 +105,13 @@ class OneHotCategorical(Distribution):
     def _log_probs(self):
         return self._categorical()._log_probs()
 
+    def relaxed(self, temperature):
+        """The concrete relaxation on the simplex at `temperature`
+        (scg.RelaxedOneHotCategorical), of the same logits (from probs: log p)."""
+        from .relaxed import RelaxedOneHotCategorical, logits_of
+        return RelaxedOneHotCategorical(temperature, logits_of(self.params, False),
+                                        validate_args=False)
+
     def relaxed_log_prob(self, value):
         """The log-probability's continuous extension to the simplex, sum(x * log_probs):
         log_prob itself on one-hot vectors, finite inside (the concrete relaxations of

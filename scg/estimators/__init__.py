@@ -8,12 +8,15 @@ from .arms import ARMS
 from .base import Estimator
 from .disarm import DisARM
 from .enumerate import Enumerate
+from .gapped_st import GappedST
+from .gumbel_rao import GumbelRao
 from .gumbel_softmax import GumbelSoftmax
 from .indecater import IndeCateR
 from .marginalize import Marginalize
 from .measure_valued import MeasureValued
 from .pathwise import Pathwise
 from .rebar import REBAR
+from .reinmax import ReinMax
 from .relax import RELAX
 from .score import Score
 from .terms import linear_term, magic_box
@@ -40,5 +43,7 @@ def as_estimator(spec):
                      f"got {spec!r}")
 
 
-__all__ = ["ARMS", "DisARM", "Enumerate", "Estimator", "GumbelSoftmax", "IndeCateR", "Marginalize", "MeasureValued", "Pathwise",
-           "REBAR", "RELAX", "Score", "UnorderedSet", "VIMCO", "as_estimator", "baselines", "linear_term", "magic_box"]
+__all__ = ["ARMS", "DisARM", "Enumerate", "Estimator", "GappedST", "GumbelRao", "GumbelSoftmax",
+           "IndeCateR", "Marginalize", "MeasureValued", "Pathwise", "REBAR", "RELAX", "ReinMax",
+           "Score", "UnorderedSet", "VIMCO", "as_estimator", "baselines", "linear_term",
+           "magic_box"]

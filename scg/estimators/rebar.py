@@ -1,8 +1,9 @@
 """REBAR: the score function with the concrete relaxation as control variate (Tucker, Mnih,
-Maddison, Lawson and Sohl-Dickstein 2017), for Bernoulli and OneHotCategorical sites (the
-categorical one with Gumbel noise and its conditional, described at `_draw_categorical`).
+Maddison, Lawson and Sohl-Dickstein 2017), for the sites whose family declares a concrete
+relaxation (`relaxed(T)`: Bernoulli, OneHotCategorical; the relaxation gives the noise, the
+rounding b and the conditional noise z~ | b, see scg/distributions/relaxed.py).
 
-With logistic noise, z = a + log u - log(1 - u) (a the logits) and b = 1[z > 0] is the
+For a coin, with logistic noise, z = a + log u - log(1 - u) (a the logits) and b = 1[z > 0] is the
 site's draw; given b, the noise is uniform on the part of (0, 1) that gives b, so a
 second uniform v gives z~ ~ p(z | b) along a path in a as well. With the relaxation
 s(z) = sigmoid(z / T), the estimate is
@@ -12,7 +13,8 @@ s(z) = sigmoid(z / T), the estimate is
 unbiased for d E[f(b)] / da at any temperature T and scale eta (the last two terms are the
 correction that makes the control variate's mean zero), with three evaluations of the
 model downstream per draw: at b, at s(z) and at s(z~), the relaxed values of all the
-site's elements at once.
+site's elements at once. A one-hot site takes Gumbel noise per category, b its argmax,
+and s(z) = softmax(z / T).
 """
 
 import numbers
@@ -21,15 +23,12 @@ import numpy as np
 
 from ..core import effects
 from ..core.tape import strip
-from ..distributions.base import family_name, family_of
-from ..distributions.one_hot_categorical import OneHotCategorical
+from ..distributions.base import family_of
 from ..errors import EstimatorError
 from ..numpy import rules as R
 from .base import Estimator
 from .learned import Learned
-from .terms import RELAXED, linear_term, require_open_probs, traced_logits
-
-_TINY = np.finfo(float).tiny
+from .terms import RELAXED, linear_term, require_open_probs, require_relaxation
 
 
 
@@ -76,52 +75,44 @@ class REBAR(Learned, Estimator):
         return {"temperature": np.exp(params["log_temperature"]), "scale": params["scale"]}
 
     def check(self, name, dist):
-        family = family_name(dist)
         who = f"scg.{type(self).__name__}()"
-        if family not in ("Bernoulli", "OneHotCategorical"):
-            instead = ("sample the category as scg.OneHotCategorical (a one-hot vector), or use "
-                       "scg.Score('loo'), scg.UnorderedSet(k) or scg.Enumerate()"
-                       if family == "Categorical" else "use scg.Score('loo') or scg.MeasureValued()")
+        require_relaxation(name, dist, who)
+        family = family_of(dist)
+        probs = family.arg_constraints.get("probs")
+        if family.params.get("logits") is None and probs is not None and probs.event_dim:
+            # (a derivative in probs on a simplex leaves it, where the score b - p of the
+            # relaxation's logits is not the family's)
             raise EstimatorError(
-                f"site {name!r}: {who} serves Bernoulli and OneHotCategorical sites, not "
-                f"{family}; {instead}")
-        if family == "OneHotCategorical" and family_of(dist).params.get("logits") is None:
-            raise EstimatorError(
-                f"site {name!r}: {who} for OneHotCategorical needs logits= (its Gumbel "
-                "noise and the conditional noise are paths in the log-probabilities); give "
-                "logits=np.log(probs), or use scg.Score('loo') with probs=")
+                f"site {name!r}: {who} for a family with probs on the simplex needs logits= "
+                "(its noise and the conditional noise are paths in the log-probabilities); "
+                "give logits=np.log(probs), or use scg.Score('loo') with probs=")
         require_open_probs(name, dist, who)
 
     def copies(self, name, dist, plates):
         return 3
 
     def draw(self, d):
-        u = np.clip(effects.asarray(d.uniform()), _TINY, 1.0 - np.finfo(float).epsneg)
-        v = np.clip(effects.asarray(d.draws(lambda dist, rng, shape: rng.random(
-            dist._extended_shape(shape)))), _TINY, 1.0 - np.finfo(float).epsneg)
+        u = effects.asarray(d.uniform())
+        v = effects.asarray(d.draws(lambda dist, rng, shape: rng.random(
+            dist._extended_shape(shape))))
         # (tuned: read from the site's state; a probe's: traced; else the initial ones)
         params = d.aux["params"] = self.params(d)
         if self.tunes or self._probe_params is not None:
             d.aux["T"], d.aux["eta"] = R.exp(params["log_temperature"]), params["scale"]
         else:  # (as given: exp(log T) would round)
             d.aux["T"], d.aux["eta"] = self.temperature, self.scale
-        if isinstance(family_of(d.dist), OneHotCategorical):
-            return self._draw_categorical(d, u, v)
-        logits = _logits(family_of(d.dist))
-        p = R.sigmoid(logits)
-        p_plain = effects.asarray(p, dtype=float)
-        b = (u > 1.0 - p_plain).astype(float)  # (z > 0)
-        d.aux["b"], d.aux["p"] = b, p_plain
         T = d.aux["T"]
-        z = R.add(logits, d.per_draw(np.log(u) - np.log1p(-u)))
-        # z~ ~ p(z | b): u~ uniform on (1 - p, 1) for b = 1, on (0, 1 - p) for b = 0,
-        # along a path in the logits through p
-        one_minus_p = R.subtract(1.0, p)
-        u_tilde = R.add(R.multiply(d.per_draw(b), R.add(one_minus_p, R.multiply(d.per_draw(v), p))),
-                        R.multiply(d.per_draw(1.0 - b), R.multiply(d.per_draw(v), one_minus_p)))
-        z_tilde = R.add(logits, R.subtract(R.log(u_tilde), R.log1p(R.negative(u_tilde))))
-        return self._assemble(d, u, b, R.sigmoid(R.divide(z, T)),
-                              R.sigmoid(R.divide(z_tilde, T)))
+        # (the relaxation at temperature 1: the temperature may be traced, and divides here)
+        relaxation = family_of(d.dist).relaxed(1.0)
+        logits = relaxation.logits
+        z = R.add(logits, d.per_draw(relaxation.noise_of(u)))
+        relaxed = relaxation.soft(R.divide(z, T))
+        # (b rounds the relaxed draw, as it rounds z at any temperature; d log p(b) /
+        # d logits = b - p is the score's weight)
+        b = relaxation.hard(effects.asarray(relaxed, dtype=float))
+        d.aux["b"], d.aux["p"] = b, effects.asarray(relaxation.soft(logits), dtype=float)
+        z_tilde = relaxation.conditional(b, v, d.per_draw)  # (z~ ~ p(z | b), a path in a)
+        return self._assemble(d, u, b, relaxed, relaxation.soft(R.divide(z_tilde, T)))
 
     @staticmethod
     def _assemble(d, u, b, relaxed, relaxed_tilde):
@@ -132,28 +123,6 @@ class REBAR(Learned, Estimator):
         return R.add(d.per_draw(np.where(copy == 0, b, 0.0)),
                      R.add(R.multiply(d.per_draw((copy == 1).astype(float)), relaxed),
                            R.multiply(d.per_draw((copy == 2).astype(float)), relaxed_tilde)))
-
-    def _draw_categorical(self, d, u, v):
-        """Gumbel noise: z = theta + G (theta the log-probabilities), b the one-hot argmax;
-        given b = k, z~_k = -log(-log v_k) and z~_i = -log(-log(v_i) e^(-theta_i) - log v_k)
-        for the others (Gumbels truncated below z~_k), along paths in theta; the
-        relaxation softmax(z / T)."""
-        theta = R.log_softmax(family_of(d.dist).params["logits"], axis=-1)
-        theta_plain = effects.asarray(theta, dtype=float)
-        gumbel = -np.log(-np.log(u))
-        b = effects.opaque(_one_hot_argmax, theta_plain + gumbel)
-        d.aux["b"], d.aux["p"] = b, np.exp(theta_plain)
-        T = d.aux["T"]
-        z = R.add(theta, d.per_draw(gumbel))
-        minus_log_v = -np.log(v)
-        top = np.sum(b * minus_log_v, axis=-1, keepdims=True)  # (-log v_k, per element)
-        others = R.negative(R.log(R.add(R.multiply(d.per_draw(minus_log_v),
-                                                   R.exp(R.negative(theta))),
-                                        d.per_draw(np.broadcast_to(top, v.shape)))))
-        z_tilde = R.add(d.per_draw(b * -np.log(np.broadcast_to(top, v.shape))),
-                        R.multiply(d.per_draw(1.0 - b), others))
-        return self._assemble(d, u, b, R.softmax(R.divide(z, T), axis=-1),
-                              R.softmax(R.divide(z_tilde, T), axis=-1))
 
     def weight(self, site, ctx):
         # the costs at s(z) and s(z~) enter with +eta and -eta: their derivatives are the
@@ -179,12 +148,9 @@ class REBAR(Learned, Estimator):
             f_b = effects.opaque(np.subtract, f_b, control)
         g = effects.opaque(_advantage_rows, f_b, f_zt, eta, ctx.own_axis(site))
         spread = ctx.to_batch(ctx.spread(g, site), site)  # (rows, *batch), 0 off copy 0
-        categorical = isinstance(family_of(site.dist), OneHotCategorical)
-        if categorical:  # (d log p(b) / d theta = b - p over the categories)
+        theta = _traced_logits(site, ctx)
+        if len(R.shape(theta)) > len(R.shape(spread)):  # (an event axis: the categories)
             spread = spread[..., None]
-        # (the logits: a OneHotCategorical site has them, see check; a Bernoulli's may come
-        # from its probs)
-        theta = traced_logits(site, ctx)
         score = linear_term(theta, spread * (site.aux["b"] - site.aux["p"]), 1.0 / ctx.n)
         # (the values eta f(s(z)) - eta f(s(z~)) that the weights put in the objective)
         out = R.add(score, effects.opaque(_taken_out, f_z, f_zt, eta, ctx.n))
@@ -226,10 +192,11 @@ class REBAR(Learned, Estimator):
             weighed = R.subtract(f_b, c_zt)
         # (the score's weight, constant in the arguments: their tracers stripped)
         advantage = R.subtract(strip(weighed, outer), R.multiply(eta, strip(f_zt, outer)))
-        if isinstance(family_of(site.dist), OneHotCategorical):
+        theta = _traced_logits(site, ctx)[:n]
+        if len(R.shape(theta)) > len(R.shape(advantage)):  # (the categories)
             advantage = R.expand_dims(advantage, -1)
         weight = R.multiply(advantage, (site.aux["b"] - site.aux["p"])[:n])
-        score = R.sum_(R.multiply(traced_logits(site, ctx)[:n], weight))
+        score = R.sum_(R.multiply(theta, weight))
         return R.divide(R.add(score, R.add(R.sum_(f_b), relaxed)), n)
 
     def dice_log_prob(self, site, ctx):
@@ -282,18 +249,8 @@ def _taken_out(f_z, f_zt, eta, n):
     return -eta * np.sum(f_z - f_zt) / n
 
 
-def _one_hot_argmax(z):
-    return (z == np.max(z, axis=-1, keepdims=True)).astype(float)
-
-
-def _log_probs(family):
-    return R.log_softmax(family.params["logits"], axis=-1)
-
-
-def _logits(family):
-    params = family.params
-    if params.get("logits") is not None:
-        return params["logits"]
-    p = params["probs"]
-    return R.subtract(R.log(p), R.log1p(R.negative(p)))
-
+def _traced_logits(site, ctx):
+    """The logits of the site's relaxation, traced in the surrogate's parameters."""
+    family = family_of(site.dist)
+    traced = family._rebuild({k: ctx.param(site, k) for k in family.params})
+    return traced.relaxed(1.0).logits

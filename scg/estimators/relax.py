@@ -1,5 +1,6 @@
 """RELAX (Grathwohl, Choi, Wu, Roeder and Duvenaud 2018): REBAR with a learned control
-variate, for Bernoulli and OneHotCategorical sites.
+variate, for the sites whose family declares a concrete relaxation (Bernoulli,
+OneHotCategorical).
 
 The control variate is c(s) = eta f(s) + r(params, s): the relaxed cost of REBAR plus a
 function r of the relaxed value s. The estimate
@@ -28,7 +29,6 @@ import numpy as np
 from ..core import effects, pytree
 from ..core.tape import strip
 from ..distributions.base import family_of
-from ..distributions.one_hot_categorical import OneHotCategorical
 from ..errors import EstimatorError
 from ..numpy import rules as R
 from .. import nn
@@ -167,9 +167,7 @@ def _features(dist, plates):
     """The control's input width: the site's values per plate element (the dims outside
     its plates, to_event dims and categories included)."""
     family = family_of(dist)
-    shape = tuple(family.batch_shape)
-    if isinstance(family, OneHotCategorical):
-        shape += (family.num_categories,)
+    shape = tuple(family.batch_shape) + tuple(family.event_shape)  # (the categories too)
     kept = _plate_axes(dist, plates)
     return int(np.prod([size for j, size in enumerate(shape) if j not in kept], dtype=int))
 

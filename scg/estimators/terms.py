@@ -5,7 +5,7 @@ import numpy as np
 from ..core import effects
 from ..core.tape import Primitive, defvjp
 from ..errors import EstimatorError
-from ..distributions.base import family_of
+from ..distributions.base import declares, family_name, family_of
 from ..numpy import rules as R
 
 
@@ -40,7 +40,6 @@ def traced_logits(site, ctx):
     return R.subtract(R.log(p), R.log1p(R.negative(p)))
 
 
-
 def require_open_probs(name, dist, who):
     """Raise EstimatorError if the family's probs reach a boundary where the log-probability
     of one of its values is -inf (its `probs_boundary` with `every_value`: a coin's probs of
@@ -57,6 +56,26 @@ def require_open_probs(name, dist, who):
             f"{boundary.value_word}, but its probs is {boundary.where} at some element (log p "
             "= -inf there). The derivative exists: scg.MeasureValued() gives it exactly at "
             "the boundary" + boundary.logits_advice)
+
+
+def require_relaxation(name, dist, who):
+    """Raise EstimatorError unless the site's family declares a concrete relaxation
+    (`relaxed(T)`), saying which estimators serve it instead."""
+    if declares(dist, "relaxed"):
+        return
+    family = family_name(dist)
+    raise EstimatorError(
+        f"site {name!r}: {who} relaxes the draw of a family that declares a concrete "
+        f"relaxation (relaxed(temperature): Bernoulli and OneHotCategorical), and {family} "
+        "declares none. A categorical index (Categorical) has none: sample "
+        "scg.OneHotCategorical(probs=..., logits=...) instead (its draw is the one-hot "
+        "vector of the category); otherwise use estimator='auto', scg.Score('loo') or "
+        "scg.Enumerate()")
+
+
+def relaxed_form(dist):
+    """How a site's concrete relaxation maps its noise, for explain()."""
+    return family_of(dist).relaxed(1.0).form
 
 
 class _Relaxed:

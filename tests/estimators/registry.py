@@ -257,6 +257,11 @@ ESTIMATORS = [
          unbiased=False, second_order=True),
     Case("gumbel_softmax_hard", lambda: scg.GumbelSoftmax(temperature=0.5, hard=True),
          ("coins", "choice"), unbiased=False),
+    Case("reinmax", lambda: scg.ReinMax(temperature=1.5), ("coins", "choice"), unbiased=False),
+    Case("gumbel_rao", lambda: scg.GumbelRao(temperature=0.5, k=4), ("coins", "choice"),
+         unbiased=False),
+    Case("gapped_st", lambda: scg.GappedST(temperature=0.5), ("coins", "choice"),
+         unbiased=False),
     Case("hand_written_loo", HandWrittenLeaveOneOut, ("normal", "coins", "choice")),
     Case("vimco", lambda: scg.VIMCO(), ("iwae",)),
 ]

@@ -248,6 +248,8 @@ def distribution_examples():
         "Exponential": scg.Exponential(1.5),
         "Laplace": scg.Laplace(0.2, 1.1),
         "Gumbel": scg.Gumbel(0.2, 1.1),
+        "RelaxedBernoulli": scg.RelaxedBernoulli(0.5, logits=np.array([0.3, -1.0])),
+        "RelaxedOneHotCategorical": scg.RelaxedOneHotCategorical(0.7, np.array([0.2, -0.1, 0.4])),
         "Gamma": scg.Gamma(2.5, 1.5),
         "Beta": scg.Beta(2.0, 3.0),
         "Dirichlet": scg.Dirichlet(np.array([1.0, 2.0, 3.0])),
