@@ -9,10 +9,9 @@ from .jit import jit
 from .distributions import *  # noqa: F401,F403  (every family: scg.Normal, scg.Bernoulli, ...)
 from .errors import (BiasWarning, EstimatorError, NoGradientPathError, RandomnessWarning, VarianceWarning,
                      TracingError)
-from .estimators import ARMS, IndeCateR
-from .estimators import (REBAR, RELAX, VIMCO, DisARM, Enumerate, Estimator, GumbelSoftmax,
-                         GappedST, GumbelRao, ReinMax,
-                         Marginalize, MeasureValued, Pathwise, Score, UnorderedSet, baselines)
+from .estimators import (ARMS, REBAR, RELAX, VIMCO, DisARM, Enumerate, Estimator, GappedST,
+                         GumbelRao, GumbelSoftmax, IndeCateR, Marginalize, MeasureValued,
+                         Pathwise, ReinMax, Score, UnorderedSet, baselines)
 from .stochastic.expectation import Expectation, GradSamples, expectation, trace
 from .stochastic.multisample import logmeanexp
 from .stochastic.sites import blackbox, cost, plate, sample

@@ -3,7 +3,6 @@ Tucker 2020), unbiased, with two evaluations of the downstream model per draw.""
 
 import numpy as np
 
-from ..core import effects
 from .base import Estimator
 from .finite import plain_coin, traced_logit, two_values
 from .terms import linear_term, require_open_probs
