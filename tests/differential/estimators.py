@@ -67,4 +67,8 @@ CHOICES = [
     Choice("score_mean", "scg.Score(scg.baselines.Mean())", DISCRETE, unbiased=False),
     Choice("score_grpo", "scg.Score(scg.baselines.GRPO())", DISCRETE, unbiased=False),
 ]
-BY_KEY = {c.key: c for c in CHOICES}
+# (not drawn per site: the marginal grammar gives it to the sites it sums out; it serves
+# no drawn site)
+MARGINALIZE = Choice("marginalize", "scg.Marginalize()", DISCRETE_FINITE, second_order=True,
+                     exact=True)
+BY_KEY = {c.key: c for c in CHOICES + [MARGINALIZE]}
