@@ -288,6 +288,8 @@ def grid_size(site):
         return 2
     if site.family == "Poisson":
         return POISSON_SUPPORT
+    if site.family == "Binomial":
+        return site.K + 1  # (K: the total count)
     return site.K
 
 
@@ -633,7 +635,7 @@ def models(draw, max_top=3):
 # Now and then the model breaks the contract (a cost, or a drawn site's parameters, that
 # read a marginalized site): scg must refuse it with scg.EstimatorError.
 MARGINAL_FAMILIES = ("Bernoulli-logits", "Categorical-logits", "OneHot-logits",
-                     "Bernoulli-probs", "Categorical-probs", "OneHot-probs")
+                     "Bernoulli-probs", "Categorical-probs", "OneHot-probs", "Binomial")
 OBS_VALUES = (0.4, -0.8, 1.3, 0.1)
 # (a one-hot value @ a matrix: the probabilities of an observed Categorical, 3 categories)
 EMISSIONS = ((1.0, -0.5, 0.3), (-0.4, 0.8, 0.0), (0.2, 0.5, -1.0), (0.0, -0.3, 0.9))
@@ -654,6 +656,10 @@ class _MarginalBuilder(_Builder):
         draw = self.draw
         if s.family.startswith("OneHot"):
             return f"({s.name} @ {arr(FEATURES[s.K])})"
+        if s.family == "Binomial":
+            return draw(st.sampled_from((
+                f"(0.5 * {s.name})", f"np.where({s.name} > 1, {self.theta()}, "
+                                     f"{draw(st.sampled_from(CONSTS))!r})")))
         if s.family.startswith("Categorical"):
             return draw(st.sampled_from((
                 f"(0.5 * {s.name})",
@@ -689,7 +695,7 @@ class _MarginalBuilder(_Builder):
                     if not loop or f in ("Bernoulli-logits", "Categorical-logits")]
         family = draw(st.sampled_from(families))
         K = draw(st.sampled_from((3, 2, 4))) if family.startswith(("Categorical", "OneHot")) \
-            else 0
+            else draw(st.sampled_from((2, 3))) if family == "Binomial" else 0
         for k in dict.fromkeys((K, 2)):
             m.sites.append(Site(name, family, scope, "", K=k, steps=steps, marginal=True))
             fits = m.states() <= MAX_STATES
@@ -706,6 +712,8 @@ class _MarginalBuilder(_Builder):
         if family.startswith("Bernoulli"):
             dist = (f"scg.Bernoulli(logits={a})" if family.endswith("logits")
                     else f"scg.Bernoulli(probs=scg.sigmoid({a}))")
+        elif family == "Binomial":
+            dist = f"scg.Binomial({K}, scg.sigmoid({a}))"
         else:
             logits = f"({a})[..., None] * {arr(LOGIT_SLOPES[K])} + {arr(LOGIT_OFFSETS[K])}"
             cls = "Categorical" if family.startswith("Categorical") else "OneHotCategorical"

@@ -312,6 +312,27 @@ class OneHotCategorical(Categorical):
         return PerState(np.eye(self.num_categories)[index])
 
 
+class Binomial(_Dist):
+    family = "Binomial"
+
+    def __init__(self, total_count, probs):
+        super().__init__(probs=probs)
+        self.total_count = int(_plain(total_count))
+
+    def grid_size(self, nodes):
+        return self.total_count + 1
+
+    def log_prob(self, value):
+        n = self.total_count
+        with np.errstate(divide="ignore"):
+            return _apply(lambda k, p: special.gammaln(n + 1.0) - special.gammaln(k + 1.0)
+                          - special.gammaln(n - k + 1.0) + k * np.log(p)
+                          + (n - k) * np.log1p(-p), (value, self.params["probs"]))
+
+    def value(self, index, nodes):
+        return PerState(index.astype(float))
+
+
 class Poisson(_Dist):
     family = "Poisson"
 
@@ -406,7 +427,7 @@ class Exact:
     Marginalize = _Marginalized
 
     Bernoulli, Categorical, OneHotCategorical = Bernoulli, Categorical, OneHotCategorical
-    Normal, Gamma, Poisson = Normal, Gamma, Poisson
+    Normal, Gamma, Poisson, Binomial = Normal, Gamma, Poisson, Binomial
 
     def __init__(self, grid=None, nodes=8, subsamples=None):
         # grid: None (discovery: one state) or {site name: (indices of shape (S, *batch))}
