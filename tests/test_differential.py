@@ -17,6 +17,12 @@ reference.py):
   scg.EstimatorError naming a site;
 - scg.jit of value_and_grad equal to eager, bit for bit, call after call.
 
+Models with sites summed out (scg.Marginalize(); grammar.marginal_models) run through the
+same checks, against the exact objective: E over the drawn sites of -log sum over the
+marginalized sites' values of p(z | ...) exp(likelihood terms), per plate element, plus the
+other costs. One in six or so breaks their contract (a cost or a drawn site downstream of a
+marginalized site) and must raise scg.EstimatorError instead of returning a number.
+
 An scg.EstimatorError for a documented limitation (an estimator that does not serve a
 family or a structure) passes when it names a site; any other exception fails.
 
@@ -31,7 +37,7 @@ import os
 from hypothesis import HealthCheck, event, given, settings
 
 from tests.differential import harness
-from tests.differential.grammar import models
+from tests.differential.grammar import marginal_models, models
 from tests.differential.known_bugs import free_of_known_bugs
 
 THOROUGH = os.environ.get("SCG_THOROUGH", "") not in ("", "0")
@@ -43,11 +49,18 @@ if THOROUGH:
                            suppress_health_check=_HEALTH, print_blob=True)
     JIT = settings(FIRST_ORDER, max_examples=2000)
     SECOND_ORDER = settings(FIRST_ORDER, max_examples=2000)
+    MARGINAL_FIRST_ORDER = settings(FIRST_ORDER, max_examples=1500)
+    MARGINAL_JIT = settings(FIRST_ORDER, max_examples=1000)
+    MARGINAL_SECOND_ORDER = settings(FIRST_ORDER, max_examples=1000)
 else:
-    FIRST_ORDER = settings(max_examples=250, deadline=None, database=None, derandomize=True,
+    # (the models with marginalized sites take a share of the default run's budget)
+    FIRST_ORDER = settings(max_examples=200, deadline=None, database=None, derandomize=True,
                            suppress_health_check=_HEALTH)
-    JIT = settings(FIRST_ORDER, max_examples=120)
-    SECOND_ORDER = settings(FIRST_ORDER, max_examples=200)
+    JIT = settings(FIRST_ORDER, max_examples=96)
+    SECOND_ORDER = settings(FIRST_ORDER, max_examples=160)
+    MARGINAL_FIRST_ORDER = settings(FIRST_ORDER, max_examples=80)
+    MARGINAL_JIT = settings(FIRST_ORDER, max_examples=32)
+    MARGINAL_SECOND_ORDER = settings(FIRST_ORDER, max_examples=56)
 
 
 def _run(check, model):
@@ -77,4 +90,22 @@ def test_jit_equals_eager_bit_for_bit(model):
 @SECOND_ORDER
 @given(models().filter(free_of_known_bugs("second_order")))
 def test_hessian_against_the_exact_one_or_a_clear_error(model):
+    _run(harness.check_second_order, model)
+
+
+@MARGINAL_FIRST_ORDER
+@given(marginal_models().filter(free_of_known_bugs("first_order")))
+def test_marginalized_sites_gradient_against_the_exact_one(model):
+    _run(harness.check_first_order, model)
+
+
+@MARGINAL_JIT
+@given(marginal_models().filter(free_of_known_bugs("jit")))
+def test_marginalized_sites_jit_equals_eager_bit_for_bit(model):
+    _run(harness.check_jit, model)
+
+
+@MARGINAL_SECOND_ORDER
+@given(marginal_models().filter(free_of_known_bugs("second_order")))
+def test_marginalized_sites_hessian_against_the_exact_one(model):
     _run(harness.check_second_order, model)

@@ -9,7 +9,9 @@ from dataclasses import dataclass
 
 DISCRETE_FINITE = ("Bernoulli-logits", "Bernoulli-probs", "Categorical-logits",
                    "Categorical-probs", "OneHot-logits", "OneHot-probs")
-DISCRETE = DISCRETE_FINITE + ("Poisson",)
+# (generated as marginalized sites only)
+BINOMIAL = ("Binomial",)
+DISCRETE = DISCRETE_FINITE + ("Poisson",) + BINOMIAL
 CONTINUOUS = ("Normal", "Gamma")
 ALL = DISCRETE + CONTINUOUS
 BERNOULLI = ("Bernoulli-logits", "Bernoulli-probs")
@@ -67,4 +69,8 @@ CHOICES = [
     Choice("score_mean", "scg.Score(scg.baselines.Mean())", DISCRETE, unbiased=False),
     Choice("score_grpo", "scg.Score(scg.baselines.GRPO())", DISCRETE, unbiased=False),
 ]
-BY_KEY = {c.key: c for c in CHOICES}
+# (not drawn per site: the marginal grammar gives it to the sites it sums out; it serves
+# no drawn site)
+MARGINALIZE = Choice("marginalize", "scg.Marginalize()", DISCRETE_FINITE + BINOMIAL,
+                     second_order=True, exact=True)
+BY_KEY = {c.key: c for c in CHOICES + [MARGINALIZE]}

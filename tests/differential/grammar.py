@@ -78,6 +78,7 @@ class Site:
     step_cost_kind: str = ""
     estimator: str = "auto"    # a key of estimators.BY_KEY
     refs: tuple = ()           # names of the sites its parameters read
+    marginal: bool = False     # summed out (scg.Marginalize()); in a loop, scg.markov
 
     @property
     def discrete(self):
@@ -104,6 +105,7 @@ class Cost:
     setup: str = ""            # a line computed inside the plate it combines (`lw = ...`)
     bound_over: str = ""       # a logmeanexp over this plate
     bound_log_prob: tuple = ()  # sites whose q.log_prob is in the bound's log-weights
+    code: str = ""             # a likelihood term's statement (an obs= site, scg.factor)
 
 
 @dataclass
@@ -127,6 +129,8 @@ class Model:
     plates: list = field(default_factory=list)
     returns: bool = False      # the last cost of region "after" is the return value
     seed: int = 0
+    refusal: str = ""          # a pattern scg must refuse (scg.EstimatorError), if any:
+                               # "cost" or "drawn" downstream of a marginalized site
 
     # ---------------------------------------------------------------- structure
     def site(self, name):
@@ -167,6 +171,10 @@ class Model:
     @property
     def exact(self):
         return all(c.exact for c in self.choices())
+
+    @property
+    def marginal(self):
+        return any(s.marginal for s in self.sites)
 
     @property
     def subsampled(self):
@@ -238,6 +246,14 @@ class Model:
 
     def _site_code(self, s):
         est_code = s.estimator_code()
+        if s.marginal and s.steps:
+            init = "0" if s.family.startswith("Categorical") else "0.0"
+            return [f"{s.name} = {init}",
+                    f"for t in scg.markov(range({s.steps})):",
+                    f"    q_{s.name} = {s.dist}",
+                    f"    {s.name} = scg.sample(f\"{s.name}_{{t}}\", q_{s.name}, "
+                    f"estimator={est_code})",
+                    f"    {s.step_cost}"]
         if not s.steps:
             return [f"q_{s.name} = {s.dist}",
                     f"{s.name} = scg.sample({s.name!r}, q_{s.name}, estimator={est_code})"]
@@ -250,10 +266,11 @@ class Model:
                 f"    scg.cost(f\"{s.name}_cost_{{t}}\", {s.step_cost})"]
 
     def _cost_code(self, c):
-        return f"scg.cost({c.name!r}, {c.expr})"
+        return c.code or f"scg.cost({c.name!r}, {c.expr})"
 
     def __repr__(self):
-        return (f"# theta = np.array({list(self.theta)}); seed = {self.seed}; estimators: "
+        return (f"# theta = np.array({list(self.theta)}); seed = {self.seed}; "
+                + (f"refused: {self.refusal}; " if self.refusal else "") + "estimators: "
                 + ", ".join(f"{s.name}: {s.estimator}" for s in self.sites) + "\n"
                 + self.to_code())
 
@@ -271,6 +288,8 @@ def grid_size(site):
         return 2
     if site.family == "Poisson":
         return POISSON_SUPPORT
+    if site.family == "Binomial":
+        return site.K + 1  # (K: the total count)
     return site.K
 
 
@@ -282,6 +301,10 @@ class _Builder:
         self.d = len(model.theta)
         self.counter = 0
 
+    def rare(self, n):
+        """True about once in n draws (hypothesis draws small integers more often)."""
+        return self.draw(st.integers(0, n - 1)) == 0
+
     def fresh(self, prefix):
         self.counter += 1
         return f"{prefix}{self.counter}"
@@ -289,10 +312,11 @@ class _Builder:
     def theta(self):
         return f"theta[{self.draw(st.integers(0, self.d - 1))}]"
 
-    def available(self, scope):
-        """Sites whose values broadcast into `scope` (their plates a prefix of its)."""
+    def available(self, scope, marginal=False):
+        """Sites whose values broadcast into `scope` (their plates a prefix of its): the
+        drawn ones (or the marginalized ones)."""
         allowed = {"top": ("top",), "p": ("top", "p"), "pq": ("top", "p", "pq")}[scope]
-        return [s for s in self.m.sites if s.scope in allowed]
+        return [s for s in self.m.sites if s.scope in allowed and s.marginal == marginal]
 
     def feature(self, s):
         """A real-valued function of a site's draw, in the site's shape."""
@@ -443,7 +467,7 @@ class _Builder:
     def combining_cost(self, plate, inner_scope, region):
         """A cost outside `plate` of values inside it: a logmeanexp or a sum over it."""
         draw, m = self.draw, self.m
-        inside = [s for s in m.sites if s.scope == inner_scope]
+        inside = [s for s in m.sites if s.scope == inner_scope and not s.marginal]
         if not inside:
             return
         kinds = ["lme", "lme_iwae"]
@@ -480,16 +504,21 @@ class _Builder:
     def estimators(self):
         m = self.m
         # (now and then every site by an exact sum, where each can be)
-        exact = self.draw(st.integers(0, 7)) == 0
+        exact = self.rare(8)
         # (now and then combinations that scg documents as unsupported: they must raise
         # scg.EstimatorError naming a site; otherwise they are avoided)
-        unsupported = self.draw(st.integers(0, 3)) == 0
+        unsupported = self.rare(4)
         copying = exclusive = False
         for s in m.sites:
+            if s.marginal:
+                s.estimator = "marginalize"
+                continue
             bounds = [c for c in m.costs if c.bound_over and s.name in c.uses
                       and s.scope in ({"p": ("p",), "q": ("pq",)}[c.bound_over])]
             combined = any(c.bound_over or c.kind == "plate_sum" for c in m.costs
                            if s.name in c.uses)
+            # (the cost "marginal" sums the elements of a plate: it mixes them)
+            combined = combined or (m.marginal and s.scope != "top")
             options = []
             for ch in est.CHOICES:
                 if s.family not in ch.families:
@@ -515,7 +544,7 @@ class _Builder:
             # (knowingly biased estimators now and then: they are checked for saying so)
             biased = [o for o in options if not est.BY_KEY[o].unbiased]
             unbiased = [o for o in options if est.BY_KEY[o].unbiased]
-            if biased and self.draw(st.integers(0, 24)) == 0:
+            if biased and self.rare(25):
                 options = biased
             else:
                 options = unbiased
@@ -588,6 +617,250 @@ def models(draw, max_top=3):
             if draw(st.integers(0, 2)) > 0:
                 b.combining_cost(p, "p", "after")
     if not m.costs:
+        b.costs("top", "top")
+    after = [c for c in m.costs if c.region == "after"]
+    m.returns = bool(after) and m.costs[-1] is after[-1] and draw(st.booleans())
+    b.estimators()
+    return m
+
+
+# ------------------------------------------------------------ sites summed out
+# Models with sites summed out of the likelihood (scg.Marginalize()): drawn sites first
+# (their estimators drawn as above), then marginalized sites whose parameters may read
+# drawn sites and earlier marginalized ones (chains), then the log-likelihood terms that
+# read them (`obs=` Normal and Bernoulli sites, `scg.factor`), per element inside a plate;
+# a scg.markov loop now and then. A marginalized value carries dims of its own on the
+# left under scg, so what reads it broadcasts: elementwise arithmetic, np.where, a
+# theta-dependent table indexed by a Categorical value, `z @ vector` for a one-hot value.
+# Now and then the model breaks the contract (a cost, or a drawn site's parameters, that
+# read a marginalized site): scg must refuse it with scg.EstimatorError.
+MARGINAL_FAMILIES = ("Bernoulli-logits", "Categorical-logits", "OneHot-logits",
+                     "Bernoulli-probs", "Categorical-probs", "OneHot-probs", "Binomial")
+OBS_VALUES = (0.4, -0.8, 1.3, 0.1)
+# (a one-hot value @ a matrix: the probabilities of an observed Categorical, 3 categories)
+EMISSIONS = ((1.0, -0.5, 0.3), (-0.4, 0.8, 0.0), (0.2, 0.5, -1.0), (0.0, -0.3, 0.9))
+SCALES = ("1.0", "0.7", "1.3")
+
+
+class _MarginalBuilder(_Builder):
+    # (the marginal likelihood is not a polynomial in a continuous draw: the reference's
+    # quadrature is accurate enough for second derivatives with one continuous scalar,
+    # 24 nodes, so marginalized sites and terms read a Normal or Gamma draw only then)
+    continuous_refs = True
+
+    def rare(self, n):
+        return self.draw(st.integers(0, n - 1)) == n - 1
+
+    def value_feature(self, s):
+        """A real function of a marginalized value that broadcasts over its dims."""
+        draw = self.draw
+        if s.family.startswith("OneHot"):
+            return f"({s.name} @ {arr(FEATURES[s.K])})"
+        if s.family == "Binomial":
+            return draw(st.sampled_from((
+                f"(0.5 * {s.name})", f"np.where({s.name} > 1, {self.theta()}, "
+                                     f"{draw(st.sampled_from(CONSTS))!r})")))
+        if s.family.startswith("Categorical"):
+            return draw(st.sampled_from((
+                f"(0.5 * {s.name})",
+                f"({self.theta()} * {arr(TABLES[s.K])})[{s.name}]",
+                f"np.where({s.name} > {draw(st.sampled_from((0, 1)))}, {self.theta()}, "
+                f"{draw(st.sampled_from(CONSTS))!r})")))
+        return draw(st.sampled_from((
+            s.name, f"np.where({s.name} > 0.5, {self.theta()}, "
+                    f"{draw(st.sampled_from(CONSTS))!r})")))
+
+    def reads(self, scope, most=2):
+        """Up to `most` marginalized sites of `scope` and around it, the latest likelier."""
+        avail = self.available(scope, marginal=True)
+        if not avail:
+            return []
+        out = []
+        for _ in range(self.draw(st.integers(1, min(most, len(avail))))):
+            s = self.draw(st.sampled_from(avail[::-1]))
+            if s not in out:
+                out.append(s)
+        return out
+
+    def with_values(self, expr, sites):
+        for s in sites:
+            expr += term(self.draw(st.sampled_from(WEIGHTS)), self.value_feature(s))
+        return expr
+
+    def marginal_site(self, scope, loop=False):
+        draw, m = self.draw, self.m
+        name = self.fresh("z")
+        steps = draw(st.integers(2, 3)) if loop else 0
+        families = [f for f in MARGINAL_FAMILIES
+                    if not loop or f in ("Bernoulli-logits", "Categorical-logits")]
+        family = draw(st.sampled_from(families))
+        K = draw(st.sampled_from((3, 2, 4))) if family.startswith(("Categorical", "OneHot")) \
+            else draw(st.sampled_from((2, 3))) if family == "Binomial" else 0
+        for k in dict.fromkeys((K, 2)):
+            m.sites.append(Site(name, family, scope, "", K=k, steps=steps, marginal=True))
+            fits = m.states() <= MAX_STATES
+            m.sites.pop()
+            if fits:
+                K = k
+                break
+        else:
+            return None
+        a, refs = self.affine(scope, continuous_refs=self.continuous_refs,
+                              loop_name=name if loop else None)
+        parents = self.reads(scope) if draw(st.integers(0, 2)) > 0 else []
+        a = self.with_values(a, parents)
+        if family.startswith("Bernoulli"):
+            dist = (f"scg.Bernoulli(logits={a})" if family.endswith("logits")
+                    else f"scg.Bernoulli(probs=scg.sigmoid({a}))")
+        elif family == "Binomial":
+            dist = f"scg.Binomial({K}, scg.sigmoid({a}))"
+        else:
+            logits = f"({a})[..., None] * {arr(LOGIT_SLOPES[K])} + {arr(LOGIT_OFFSETS[K])}"
+            cls = "Categorical" if family.startswith("Categorical") else "OneHotCategorical"
+            dist = (f"scg.{cls}(logits={logits})" if family.endswith("logits")
+                    else f"scg.{cls}(probs=scg.softmax({logits}, axis=-1))")
+        s = Site(name, family, scope, dist, K=K, steps=steps, marginal=True,
+                 refs=refs + tuple(p.name for p in parents), estimator="marginalize")
+        m.sites.append(s)
+        if loop:  # (a term per step, of this step's value)
+            s.step_cost, s.step_cost_kind = self.term_code(scope, [s], step=s)
+        return s
+
+    def data(self, scope):
+        return {"top": "", "p": " + dp", "pq": " + dp + dq"}[scope]
+
+    def term_code(self, scope, sites, step=None):
+        """A log-likelihood term of `sites` (per element inside a plate: it reads the
+        plate's data): (statement, kind)."""
+        draw = self.draw
+        name = self.fresh("o")
+        if step is not None:
+            name = f'f"{step.name}_{name}_{{t}}"'
+            obs_const = f"{arr(OBS_VALUES[:step.steps])}[t]"
+        else:
+            name = repr(name)
+            obs_const = repr(draw(st.sampled_from(OBS_VALUES)))
+        # (drawn sites too, through the affine part)
+        a, _ = self.affine(scope, continuous_refs=self.continuous_refs) if step is None else (
+            repr(draw(st.sampled_from(CONSTS))) + self.data(scope), ())
+        a = self.with_values(a, sites)
+        kinds = ["obs_normal", "obs_normal", "obs_bernoulli", "factor"]
+        if sites[0].family.startswith("OneHot"):
+            kinds += ["obs_categorical"] * 3
+        kind = draw(st.sampled_from(kinds))
+        if kind == "obs_categorical":
+            z = sites[0]
+            matrix = "np.array([" + ", ".join(arr(row)[9:-1] for row in EMISSIONS[:z.K]) + "])"
+            probs = f"{z.name} @ scg.softmax({self.theta()} * {matrix}, axis=-1)"
+            obs = {"top": draw(st.sampled_from(("0", "2"))), "p": "1.0 * (dp > 0)",
+                   "pq": "2.0 * (dp + dq > 0)"}[scope]
+            code = f"scg.sample({name}, scg.Categorical(probs={probs}), obs={obs})"
+        elif kind == "obs_normal":
+            scale = draw(st.sampled_from(SCALES + ("theta",)))
+            if scale == "theta":
+                scale = f"np.exp(0.3 * {self.theta()})"
+            code = (f"scg.sample({name}, scg.Normal({a}, {scale}), "
+                    f"obs={obs_const}{self.data(scope)})")
+        elif kind == "obs_bernoulli":
+            obs = {"top": draw(st.sampled_from(("1.0", "0.0"))), "p": "1.0 * (dp > 0)",
+                   "pq": "1.0 * (dp + dq > 0)"}[scope]
+            if step is not None and scope == "top":
+                obs = f"{arr([1.0, 0.0, 1.0][:step.steps])}[t]"
+            code = f"scg.sample({name}, scg.Bernoulli(logits={a}), obs={obs})"
+        else:
+            w = draw(st.sampled_from((0.5, 1.0, 0.3)))
+            code = f"scg.factor({name}, -{w!r} * ({a} - {obs_const}) ** 2)"
+        return code, kind
+
+    def terms(self, scope, region):
+        """Likelihood terms in `scope`: one for most marginalized sites there with no
+        term yet, now and then one of the sites around it."""
+        m = self.m
+        here = [s for s in m.sites if s.marginal and s.scope == scope and not s.steps]
+        for s in here:
+            if self.draw(st.integers(0, 5)) == 5:
+                continue  # (a site with no term: its sum is 1)
+            sites = [s] + [o for o in self.reads(scope, most=1) if o is not s]
+            code, kind = self.term_code(scope, sites)
+            m.costs.append(Cost(code.split("(", 2)[1].split(",")[0].strip("'\""), region,
+                                "", kind, code=code))
+        if self.available(scope, marginal=True) and self.draw(st.integers(0, 2)) == 2:
+            code, kind = self.term_code(scope, self.reads(scope))
+            m.costs.append(Cost(code.split("(", 2)[1].split(",")[0].strip("'\""), region,
+                                "", kind, code=code))
+
+    def refused(self):
+        """A cost, or a drawn site's parameters, that read a marginalized site."""
+        m, draw = self.m, self.draw
+        targets = [s for s in m.sites if s.marginal and not s.steps]
+        if not targets:
+            return
+        s = draw(st.sampled_from(targets))
+        f = self.value_feature(s)
+        if draw(st.booleans()):
+            m.refusal = "cost"
+            m.costs.append(Cost(self.fresh("c"), s.scope, f"{f} * {self.theta()}", "refused",
+                                (s.name,)))
+        else:
+            m.refusal = "drawn"
+            y = Site(self.fresh("y"), "Normal", s.scope,
+                     f"scg.Normal({f} + {self.theta()}{self.data(s.scope)}, 1.0)",
+                     refs=(s.name,))
+            m.sites.append(y)
+            m.costs.append(Cost(self.fresh("c"), s.scope, f"{y.name} ** 2", "square",
+                                (y.name,)))
+
+
+@st.composite
+def marginal_models(draw):
+    d = draw(st.integers(1, 3))
+    theta = tuple(draw(st.sampled_from(THETA_VALUES)) for _ in range(d))
+    m = Model(theta=theta, seed=draw(st.integers(0, 2 ** 16)))
+    b = _MarginalBuilder(draw, m)
+    layout = draw(st.sampled_from(("none", "plate", "nested", "plate")))
+    nested = layout == "nested"
+    # the plates, then the drawn sites (upstream of every marginalized one), then the
+    # marginalized sites, their terms and the costs region by region
+    scopes = ["top"]
+    if layout != "none":
+        # (nested plates of two elements each: room on the reference's grid for a site
+        # per element of both)
+        size = 2 if nested else draw(st.integers(2, 3))
+        sub = draw(st.sampled_from((0, 0, size - 1)))
+        m.plates.append(Plate("p", size, -2 if nested else -1, subsample=sub,
+                              data=DATA[:size]))
+        scopes.append("p")
+        if nested:
+            m.plates.append(Plate("q", 2, -1, data=DATA[1:3][::-1]))
+            scopes.append("pq")
+    for scope in scopes:
+        for _ in range(draw(st.integers(0, 2 if scope == "top" else 1))):
+            b.site(scope)
+    b.continuous_refs = m.continuous_scalars() <= 1
+    # (fewer global sites beside nested plates: room for the elements' own sites)
+    for _ in range(draw(st.integers(1 if layout == "none" else 0, 1 if nested else 3))):
+        b.marginal_site("top")
+    if not nested and draw(st.integers(0, 3)) == 3:
+        b.marginal_site("top", loop=True)
+    b.terms("top", "top")
+    b.costs("top", "top")
+    if "p" in scopes:
+        for _ in range(draw(st.integers(1 if not nested else 0, 2 if not nested else 1))):
+            b.marginal_site("p")
+        if not nested and draw(st.integers(0, 3)) == 3:
+            b.marginal_site("p", loop=True)
+        b.terms("p", "p")
+        b.costs("p", "p")
+    if "pq" in scopes:
+        for _ in range(draw(st.integers(1, 2))):
+            b.marginal_site("pq")
+        b.terms("pq", "pq")
+        b.costs("pq", "pq")
+    if "p" in scopes and draw(st.integers(0, 3)) == 3:
+        b.combining_cost(m.plate("p"), "p", "after")
+    if draw(st.integers(0, 5)) == 5:
+        b.refused()
+    if not m.costs and not any(s.steps for s in m.sites):
         b.costs("top", "top")
     after = [c for c in m.costs if c.region == "after"]
     m.returns = bool(after) and m.costs[-1] is after[-1] and draw(st.booleans())

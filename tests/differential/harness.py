@@ -189,9 +189,32 @@ def _explain_block(explain, name):
 
 
 def estimator_error_is_clear(error, model):
-    """An EstimatorError for a documented limitation must name a site of the model."""
+    """An EstimatorError for a documented limitation must name a site of the model; one
+    about marginalized sites only where the model breaks their contract."""
     if not _site_named(str(error), model):
         raise Failure(_describe(model) + f"\nEstimatorError names no site: {error}")
+    if model.marginal and not model.refusal and re.search(r"marginaliz", str(error), re.I):
+        raise Failure(_describe(model) + f"\nscg refused a model that keeps the contract of "
+                      f"marginalized sites: {error}")
+
+
+def check_refused(model, call):
+    """A model that breaks the contract of marginalized sites (a cost, or a drawn site's
+    parameters, downstream of one): `call` must raise scg.EstimatorError naming a site,
+    not return a number."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = call()
+    except scg.EstimatorError as error:
+        estimator_error_is_clear(error, model)
+        return "refused"
+    except Exception as error:
+        raise Failure(_describe(model) + f"\nscg raised {type(error).__name__} where it "
+                      f"must refuse the model with scg.EstimatorError: {error}") from error
+    raise Failure(_describe(model, got=np.asarray(out, dtype=object))
+                  + f"\nscg returned a number for a model it must refuse ({model.refusal} "
+                  "downstream of a marginalized site)")
 
 
 # ------------------------------------------------------------------- first order
@@ -201,6 +224,9 @@ def check_first_order(model):
     Returns what happened: "exact", "z", "biased" or "estimator-error"."""
     compiled = Compiled(model.to_code())
     theta = np.array(model.theta)
+    if model.refusal:
+        return check_refused(model, lambda: _grad_samples(model, compiled, 100, model.seed)[0]
+                             .mean)
     try:
         gs, subs, explain, bias = _grad_samples(model, compiled, FIRST_N, model.seed)
     except scg.EstimatorError as error:
@@ -265,6 +291,9 @@ def check_second_order(model):
     scg.EstimatorError (those that serve first derivatives only)."""
     compiled = Compiled(model.to_code())
     theta = np.array(model.theta)
+    if model.refusal:
+        return check_refused(model, lambda: scg.hessian(_expectation(
+            compiled.model(_Recorder()), n=100, seed=model.seed))(theta))
     if not model.unbiased:
         # (no expectation to compare with: a Hessian, or a clear error)
         E = _expectation(compiled.model(_Recorder()), n=100, seed=model.seed)
@@ -392,6 +421,8 @@ def check_jit(model):
     if E1.rng.bit_generator.state != E2.rng.bit_generator.state:
         raise Failure(_describe(model) + "\nafter the same calls, the jitted expectation's "
                       "generator is not where the eager one's is")
+    if model.refusal:
+        return check_refused(model, lambda: eager(theta))
     # (a model that raised raised in both the same way)
     try:
         with warnings.catch_warnings():

@@ -52,6 +52,15 @@ KNOWN_BUGS = [
         "plate, and downstream of another site)",
         lambda m: any(s.estimator in ("rebar_learning", "relax") for s in m.sites),
         "test_jit_of_rebar_learning_in_a_plate_is_bit_for_bit", checks=("jit",)),
+    KnownBug(
+        "jit-marginalized-one-hot-times-a-matrix-last-bits",
+        "scg.jit's replays of a model in which a marginalized OneHotCategorical value times a "
+        "theta-dependent matrix (z @ M) gives an observed Categorical's logits or probs, "
+        "beside a drawn site, give a gradient that differs from eager's by about 7 units in "
+        "the last place (above the 4 the tester allows); the value is bit for bit, and "
+        "eager is deterministic",
+        lambda m: any(c.kind == "obs_categorical" for c in m.costs),
+        "test_jit_of_a_marginalized_one_hot_times_a_matrix", checks=("jit",)),
 ]
 
 

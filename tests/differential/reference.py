@@ -15,6 +15,15 @@ The model runs twice: once with a single state (to learn its sites, their shapes
 grid sizes), then on the product grid. Derivatives of the expectation are central finite
 differences of it (the grid of a Normal or Gamma site is fixed noise, so the quadrature is
 a smooth function of the parameters).
+
+Sites summed out (`estimator=scg.Marginalize()`) are enumerated on the same grid, but their
+log-probability is not a weight: with the `obs=` sites' log-probabilities and the
+`scg.factor` terms it is a log-likelihood term. Per state of the drawn sites the model's
+cost gains -log sum over the marginalized sites' values of exp(sum of the terms), summed
+plate element by plate element from the innermost plate out (each element's own
+marginalized sites summed alone, then the elements' logs added, times a subsampled
+plate's scale): the objective scg documents, computed here by brute force on the grid
+(`_log_evidence`), with no variable elimination.
 """
 
 import contextlib
@@ -102,7 +111,8 @@ class PerState:
     __mul__, __rmul__ = _op(np.multiply), _op(np.multiply, True)
     __truediv__, __rtruediv__ = _op(np.true_divide), _op(np.true_divide, True)
     __pow__, __rpow__ = _op(np.power), _op(np.power, True)
-    __matmul__ = lambda self, other: _einsum("...i,i->...", self, other)  # noqa: E731
+    def __matmul__(self, other):
+        return _matmul(self, other)
     __gt__, __lt__ = _op(np.greater), _op(np.less)
     __ge__, __le__ = _op(np.greater_equal), _op(np.less_equal)
     del _op
@@ -160,6 +170,19 @@ def _einsum(subscripts, a, b):
     if subscripts.replace(" ", "") not in ("...i,i->...", "...i,...i->..."):
         raise OutsideTheReference(f"the reference has no rule for einsum {subscripts!r}")
     return _sum(_apply(np.multiply, (a, b)), axis=-1)
+
+
+def _matmul(a, b):
+    """a @ b for a vector a (one per state and batch element) and a vector or a matrix b
+    that does not depend on draws."""
+    if _rank(b) == 1:
+        return _einsum("...i,i->...", a, b)
+    if _rank(b) != 2:
+        raise OutsideTheReference("@ a vector or a matrix only")
+    ra = max(_rank(a), 1)
+    A, B = _lift(_p(a), ra), _lift(_p(b), 2)
+    B = B.reshape(B.shape[:1] + (1,) * (ra - 1) + B.shape[1:])
+    return PerState(np.sum(A[..., None] * B, axis=-2))
 
 
 def _expand_dims(x, axis):
@@ -289,6 +312,27 @@ class OneHotCategorical(Categorical):
         return PerState(np.eye(self.num_categories)[index])
 
 
+class Binomial(_Dist):
+    family = "Binomial"
+
+    def __init__(self, total_count, probs):
+        super().__init__(probs=probs)
+        self.total_count = int(_plain(total_count))
+
+    def grid_size(self, nodes):
+        return self.total_count + 1
+
+    def log_prob(self, value):
+        n = self.total_count
+        with np.errstate(divide="ignore"):
+            return _apply(lambda k, p: special.gammaln(n + 1.0) - special.gammaln(k + 1.0)
+                          - special.gammaln(n - k + 1.0) + k * np.log(p)
+                          + (n - k) * np.log1p(-p), (value, self.params["probs"]))
+
+    def value(self, index, nodes):
+        return PerState(index.astype(float))
+
+
 class Poisson(_Dist):
     family = "Poisson"
 
@@ -370,11 +414,20 @@ class _Anything:
         return self
 
 
+class _Marginalized:
+    """What `scg.Marginalize()` gives the reference: a mark that the site is summed out."""
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+
 class Exact:
     """A stand-in for the scg module that evaluates a model on a grid of joint states."""
 
+    Marginalize = _Marginalized
+
     Bernoulli, Categorical, OneHotCategorical = Bernoulli, Categorical, OneHotCategorical
-    Normal, Gamma, Poisson = Normal, Gamma, Poisson
+    Normal, Gamma, Poisson, Binomial = Normal, Gamma, Poisson, Binomial
 
     def __init__(self, grid=None, nodes=8, subsamples=None):
         # grid: None (discovery: one state) or {site name: (indices of shape (S, *batch))}
@@ -387,6 +440,9 @@ class Exact:
         self.total = 0.0
         self.cost_names = []
         self.known_plates = {}   # name -> dim of every plate opened so far
+        self.plate_sizes = {}    # name -> (elements in the run, scale)
+        self.marginal = {}       # marginalized site -> the names of the plates open there
+        self.terms = []          # log-likelihood terms: (PerState, names of the open plates)
 
     def __getattr__(self, name):  # scg.Score(...), scg.baselines.MovingAverage(...), ...
         if name[:1].isupper() or name in ("baselines",):
@@ -412,7 +468,12 @@ class Exact:
 
     def sample(self, name, dist, estimator=None, obs=None):
         if obs is not None:
-            raise OutsideTheReference("observed sites are not generated")
+            # an observed site: its log-probability is a log-likelihood term
+            self.terms.append((_p(dist.log_prob(obs)), self._open_plates()))
+            return obs
+        marginal = isinstance(estimator, _Marginalized)
+        if marginal and not dist.discrete:
+            raise OutsideTheReference(f"site {name!r}: only finite sites are summed out")
         batch = tuple(dist.batch_rank_shape())
         if self.grid is None:
             self.sites.append((name, dist, batch))
@@ -422,6 +483,10 @@ class Exact:
             if index.shape[1:] != batch:
                 raise OutsideTheReference(f"site {name!r} changed its shape between passes")
         value = dist.value(index, self.nodes)
+        if marginal:
+            self.marginal[name] = self._open_plates()
+            self.terms.append((_p(dist.log_prob(value)), self._open_plates()))
+            return value
         if dist.discrete:
             lw = dist.log_prob(value)
         else:
@@ -430,6 +495,16 @@ class Exact:
         lw = _lift(_p(lw), len(batch))
         self.log_weight = self.log_weight + lw.reshape(lw.shape[0], -1).sum(axis=1)
         return value
+
+    def factor(self, name, log_value):
+        self.terms.append((_p(log_value), self._open_plates()))
+
+    @staticmethod
+    def markov(iterable, history=1):
+        return iter(iterable)
+
+    def _open_plates(self):
+        return tuple(p[0] for p in self.plates)
 
     def cost(self, name, value):
         self.cost_names.append(name)
@@ -450,6 +525,7 @@ class Exact:
             scale = size / subsample_size
         self.plates.append((name, len(idx), dim, scale))
         self.known_plates[name] = dim
+        self.plate_sizes[name] = (len(idx), scale)
         try:
             yield idx
         finally:
@@ -471,7 +547,7 @@ def _discover(run, theta, subsamples):
     """The sites of the model, in order: [(name, dist, batch shape)]."""
     fake = Exact(grid=None, subsamples=subsamples)
     run(fake, theta)
-    return fake.sites
+    return fake.sites, fake.marginal
 
 
 def grid_shape(sites, nodes):
@@ -492,7 +568,7 @@ def continuous_scalars(sites):
 def expectation(run, theta, nodes, subsamples=None, max_states=200_000):
     """The exact expectation of the model `run(scg_module, theta)` at theta."""
     theta = np.asarray(theta, dtype=float)
-    sites = _discover(run, theta, subsamples)
+    sites, marginal = _discover(run, theta, subsamples)
     sizes = grid_shape(sites, nodes)
     radices = [g for m, g in sizes for _ in range(m)]
     S = math.prod(radices)
@@ -512,7 +588,90 @@ def expectation(run, theta, nodes, subsamples=None, max_states=200_000):
     run(fake, theta)
     lw = np.broadcast_to(np.asarray(fake.log_weight, dtype=float), (S,))
     total = np.broadcast_to(np.asarray(fake.total, dtype=float), (S,))
-    return float(np.sum(np.exp(lw) * total))
+    if not fake.terms:
+        return float(np.sum(np.exp(lw) * total))
+    # the states of the drawn sites: the marginalized sites' digits at 0 (nothing else
+    # depends on them), and per state -log of the sum over them
+    shape = tuple(radices) or (1,)
+    axes = _marginal_axes(sites, sizes, fake.marginal, fake.known_plates)
+    first = tuple(slice(0, 1) if k in {a for ax in axes.values() for a in ax} else slice(None)
+                  for k in range(len(shape)))
+    log_z = np.broadcast_to(_log_evidence(fake, shape, axes), shape)[first]
+    lw, total = lw.reshape(shape)[first], total.reshape(shape)[first]
+    return float(np.sum(np.exp(lw) * (total - log_z)))
+
+
+def _marginal_axes(sites, sizes, marginal, dims):
+    """{(the plates of a marginalized site, an element of them): the grid's axes (one per
+    latent scalar) of that element's marginalized scalars}. A site's batch shape aligns
+    with its plates' dims from the right (`dims`: plate -> dim)."""
+    axes, col = {}, 0
+    for (name, dist, batch), (m, _) in zip(sites, sizes):
+        if name in marginal:
+            plates = marginal[name]
+            declared = {len(batch) + dims[p] for p in plates}
+            if any(n > 1 and k not in declared for k, n in enumerate(batch)) or \
+                    any(k < 0 for k in declared):
+                raise OutsideTheReference(f"marginalized site {name!r} of batch shape {batch} "
+                                          f"in plates {plates}")
+            for k, coord in enumerate(np.ndindex(*batch)):
+                el = tuple(coord[len(batch) + dims[p]] for p in plates)
+                axes.setdefault((plates, el), []).append(col + k)
+        col += m
+    return axes
+
+
+def _log_evidence(fake, shape, axes):
+    """log sum over the marginalized sites of exp(sum of the log-likelihood terms), on the
+    grid of shape `shape` (an axis per latent scalar): the deepest plates first, each
+    element's marginalized sites summed alone, then the elements' logs added (times the
+    plate's scale) into the level around it. (Along a marginalized axis the result is
+    constant.)"""
+    chain = ()
+    for plates in [p for _, p in fake.terms] + list(fake.marginal.values()):
+        if len(plates) > len(chain):
+            chain = plates
+    for plates in [p for _, p in fake.terms] + list(fake.marginal.values()):
+        if plates != chain[:len(plates)]:
+            raise OutsideTheReference(f"plates {plates} are not nested in {chain}")
+    S = math.prod(shape)
+    rank = max((-fake.known_plates[p] for p in chain), default=0)
+    levels = [np.zeros(shape + tuple(fake.plate_sizes[p][0] for p in chain[:k]))
+              for k in range(len(chain) + 1)]
+    for value, plates in fake.terms:
+        a = _lift(value, max(rank, value.rank))
+        if a.ndim - 1 > rank:
+            raise OutsideTheReference(f"a likelihood term of shape {value.shape} has dims "
+                                      "left of its plates")
+        a = np.broadcast_to(a, (S,) + a.shape[1:])
+        dims = {fake.known_plates[p]: p for p in plates}
+        for d in range(-rank, 0):  # (dims no plate of the term declares: summed)
+            if d not in dims:
+                a = np.sum(a, axis=a.ndim + d, keepdims=True)
+        a = a.reshape((S,) + tuple(a.shape[a.ndim + fake.known_plates[p]] for p in plates))
+        sizes = tuple(fake.plate_sizes[p][0] for p in plates)
+        levels[len(plates)] = levels[len(plates)] + np.broadcast_to(a, (S,) + sizes).reshape(
+            shape + sizes)
+    carry = 0.0
+    for k in range(len(chain), -1, -1):
+        cur = levels[k] + carry
+        sizes = tuple(fake.plate_sizes[p][0] for p in chain[:k])
+        here = sorted({a for (plates, _), ax in axes.items() if len(plates) == k for a in ax})
+        out = []
+        for el in np.ndindex(*sizes):
+            v = cur[(Ellipsis,) + el] if sizes else cur
+            own = axes.get((chain[:k], el), [])
+            if own:
+                v = special.logsumexp(v, axis=tuple(own), keepdims=True)
+            for a in here:
+                if a not in own:
+                    v = np.take(v, [0], axis=a)
+            out.append(v)
+        if not sizes:
+            return out[0]
+        stacked = np.stack(out, axis=-1).reshape(out[0].shape + sizes)
+        carry = fake.plate_sizes[chain[k - 1]][1] * np.sum(stacked, axis=-1)
+    raise AssertionError("unreachable")
 
 
 def gradient(f, theta, h=1e-5):
