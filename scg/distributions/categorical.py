@@ -25,6 +25,22 @@ def _inverse_cdf(u, p):
     return np.minimum(k, p.shape[-1] - 1).astype(float)
 
 
+def normalized_log_probs(probs, logits):
+    """log(p_k / sum(p)) from probs, or log_softmax(logits): p sums to 1 (validated), but
+    the gradient in p goes through the normalization, as torch.distributions' does, so the
+    score has mean zero."""
+    if logits is not None:
+        return R.log_softmax(logits, axis=-1)
+    return R.log_nonnegative(probs) - np.log(np.sum(probs, axis=-1, keepdims=True))
+
+
+def normalized_probs(probs, logits):
+    """p / sum(p) from probs, or softmax(logits) (the gradient through the normalization)."""
+    if probs is None:
+        return R.softmax(logits, axis=-1)
+    return probs / np.sum(probs, axis=-1, keepdims=True)
+
+
 class Categorical(Distribution):
     """Category k in {0, ..., K-1} with probability probs[..., k] (or softmax(logits)).
 
@@ -61,17 +77,10 @@ class Categorical(Distribution):
         super().__init__({name: value}, shape[:-1], validate_args=validate_args)
 
     def _log_probs(self):
-        if self.logits is not None:
-            return R.log_softmax(self.logits, axis=-1)
-        # log(p_k / sum(p)): p sums to 1 (validated), but the gradient in p goes through
-        # the normalization, as torch.distributions' does, so the score has mean zero
-        p = self.probs
-        return R.log_nonnegative(p) - np.log(np.sum(p, axis=-1, keepdims=True))
+        return normalized_log_probs(self.probs, self.logits)
 
     def _probs(self):
-        if self.probs is None:
-            return R.softmax(self.logits, axis=-1)
-        return self.probs / np.sum(self.probs, axis=-1, keepdims=True)
+        return normalized_probs(self.probs, self.logits)
 
     def _sample(self, rng, shape):
         p = np.broadcast_to(plain(self._probs()), self._extended_shape(shape) + (self.num_categories,))

@@ -4,16 +4,14 @@ import numpy as np
 
 from ..kernels import heavy_tails as K
 from ..kernels.primitives import kernel_primitives
-from . import constraints
-from ._util import full, mask_outside, outside_to
-from .base import Distribution, broadcast_shape
-from .half_normal import scale_path
+from ._util import full
+from .folded import Folded
 
 half_cauchy_log_prob, _ = kernel_primitives(
     "half_cauchy_log_prob", K.half_cauchy_density, K.half_cauchy_density_twin, 2)
 
 
-class HalfCauchy(Distribution):
+class HalfCauchy(Folded):
     """Density 2 / (pi scale (1 + (x / scale)^2)) on x >= 0: no finite mean or variance.
 
     Args:
@@ -23,24 +21,11 @@ class HalfCauchy(Distribution):
         >>> scg.HalfCauchy(1.0).icdf(0.5)   # 1.0
     """
 
-    arg_constraints = {"scale": constraints.positive}
-    support = constraints.nonnegative
-    has_rsample = True
+    @staticmethod
+    def _standard(rng, shape):
+        return rng.standard_cauchy(shape)
 
-    def __init__(self, scale, validate_args=None):
-        self.scale = scale
-        super().__init__({"scale": scale}, broadcast_shape(scale), validate_args=validate_args)
-
-    def noise(self, rng, shape=()):
-        return np.abs(rng.standard_cauchy(self._extended_shape(shape)))
-
-    def path(self, noise):
-        return scale_path(noise, self.scale)
-
-    def log_prob(self, value):
-        inside = np.greater_equal(value, 0.0)
-        lp = half_cauchy_log_prob(outside_to(inside, value, 1.0), self.scale)
-        return mask_outside(inside, lp)
+    _density = half_cauchy_log_prob
 
     def entropy(self):
         return full(np.log(2.0 * np.pi * self.scale), self.batch_shape)

@@ -7,16 +7,15 @@ import numpy as np
 from ..kernels import heavy_tails as K
 from ..kernels.primitives import kernel_primitives
 from ..kernels.special_primitives import erf, ndtri
-from . import constraints
-from ._util import full, mask_outside, outside_to
-from .base import Distribution, broadcast_shape
+from ._util import full
+from . import weak
+from .folded import Folded
 
 half_normal_log_prob, _ = kernel_primitives(
     "half_normal_log_prob", K.half_normal_density, K.half_normal_density_twin, 2)
-scale_path, _ = kernel_primitives("scale_path", K.scale_path, K.scale_path_twin, 2)
 
 
-class HalfNormal(Distribution):
+class HalfNormal(Folded):
     """Density sqrt(2 / pi) / scale exp(-x^2 / (2 scale^2)) on x >= 0.
 
     Args:
@@ -26,24 +25,17 @@ class HalfNormal(Distribution):
         >>> scg.HalfNormal(1.0).mean   # sqrt(2 / pi) = 0.7978...
     """
 
-    arg_constraints = {"scale": constraints.positive}
-    support = constraints.nonnegative
-    has_rsample = True
+    @staticmethod
+    def _standard(rng, shape):
+        return rng.standard_normal(shape)
 
-    def __init__(self, scale, validate_args=None):
-        self.scale = scale
-        super().__init__({"scale": scale}, broadcast_shape(scale), validate_args=validate_args)
+    _density = half_normal_log_prob
 
-    def noise(self, rng, shape=()):
-        return np.abs(rng.standard_normal(self._extended_shape(shape)))
-
-    def path(self, noise):
-        return scale_path(noise, self.scale)
-
-    def log_prob(self, value):
-        inside = np.greater_equal(value, 0.0)
-        lp = half_normal_log_prob(outside_to(inside, value, 1.0), self.scale)
-        return mask_outside(inside, lp)
+    def weak_derivative(self, param):
+        """In scale, Normal's folded at 0: x+ = scale |M| (M double-sided Maxwell), x- =
+        scale |eps|, c = 1/scale."""
+        return weak.normal_scale(np.abs, "the absolute value of ") if param == "scale" \
+            else None
 
     def entropy(self):
         return full(0.5 * np.log(0.5 * np.pi * self.scale ** 2) + 0.5, self.batch_shape)

@@ -11,6 +11,7 @@ from ..numpy import rules as R
 from . import constraints
 from ._util import full, mask_outside, plain
 from .base import Distribution
+from .categorical import normalized_log_probs, normalized_probs
 
 
 def _count_vector(x):
@@ -63,16 +64,11 @@ class Multinomial(Distribution):
         super().__init__({"total_count": total_count, name: value}, batch, shape[-1:],
                          validate_args=validate_args)
 
-    def _log_probs(self):
-        if self.logits is not None:
-            return R.log_softmax(self.logits, axis=-1)
-        p = self.probs  # (normalized, for the gradient too: see Categorical)
-        return R.log_nonnegative(p) - np.log(np.sum(p, axis=-1, keepdims=True))
+    def _log_probs(self):  # (normalized, for the gradient too: see Categorical)
+        return normalized_log_probs(self.probs, self.logits)
 
     def _probs(self):
-        if self.probs is None:
-            return R.softmax(self.logits, axis=-1)
-        return self.probs / np.sum(self.probs, axis=-1, keepdims=True)
+        return normalized_probs(self.probs, self.logits)
 
     def _sample(self, rng, shape):
         shape = self._extended_shape(shape)

@@ -10,7 +10,6 @@ from . import constraints
 from ._util import ProbsBoundary, expanded_support, full, mask_outside, probs_positive
 from .base import Distribution
 from .categorical import Categorical
-from . import weak
 
 
 def _one_hot(x):
@@ -86,12 +85,8 @@ class OneHotCategorical(Distribution):
         return np.eye(self.num_categories)
 
     def weak_derivative(self, param):
-        """In each category's probability (through the normalization of probs, or the
-        softmax of logits): the model at every category."""
-        if param == "probs":
-            return weak.over_support(weak.normalized)
-        return weak.over_support(weak.softmax, "probs (through the logits)") \
-            if param == "logits" else None
+        """As Categorical's: the model at every category."""
+        return self._categorical().weak_derivative(param)
 
     def log_prob(self, value):
         hit = np.equal(value, 1)

@@ -76,7 +76,8 @@ def normal_scale(transform=None, wrap=""):
         m = np.sqrt(2.0 * rng.standard_gamma(1.5, shape))  # chi with 3 degrees of freedom
         m = np.where(rng.random(shape) < 0.5, -m, m)  # double-sided Maxwell
         eps = m * rng.random(shape) if coupled else rng.standard_normal(shape)
-        plus, minus = p["loc"] + p["scale"] * m, p["loc"] + p["scale"] * eps
+        loc = p.get("loc", 0.0)  # (a folded family has none)
+        plus, minus = loc + p["scale"] * m, loc + p["scale"] * eps
         return (plus, minus) if transform is None else (transform(plus), transform(minus))
 
     return WeakDerivative(

@@ -8,10 +8,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core import effects
-from ..distributions.base import family_of
-from ..errors import EstimatorError
 from ..numpy import rules as R
 from .base import Estimator
+from .element_copies import assembled, copy_costs, elements, placed, require_per_element
 from .enumerate import support_of
 from .finite import plain_log_probs, traced_log_probs
 from .terms import linear_term
@@ -62,35 +61,21 @@ class IndeCateR(Estimator):
         idx = d.copies.index(d.name)
         rows = [np.flatnonzero(idx == c) for c in range(lay.count)]
         places = tuple(((rows[copy],) + index, lay.support[k]) for index, k, copy in lay.slots)
-        return effects.opaque(_placed, base, places)
+        return effects.opaque(placed, base, places)
 
     # ------------------------------------------------------------ surrogate
     def term(self, site, ctx):
         lay = site.aux.get("layout")
         if lay is None or not ctx.has_downstream(site):
             return None
-        for c in ctx.trace.downstream_costs(site):
-            wide = [p.name for p in lay.shared if p not in c.plates_for(site.name)]
-            if wide:
-                raise EstimatorError(
-                    f"cost {c.name!r} mixes the elements of plate {', '.join(wide)}, in which "
-                    f"{WHO} at site {site.name!r} sets every element to each value at once "
-                    "(one copy per value for the whole plate); compute the cost per element "
-                    "(inside the plate, without summing over it), or use scg.Score('loo')")
-        q = ctx.q(site)
-        at_base = (slice(None),) * ctx.own_axis(site) + (0,)
-        per_copy = ctx.own(site, q)
-        onto_site = (slice(None),) + tuple(slice(None) if p in lay.shared else 0
-                                           for p in ctx.grid.plates)
-
-        def spread(f):  # a per-draw value on the rows of the main copy, 0 elsewhere
-            g = effects.opaque(_assembled, np.shape(q), (at_base,), (f,))
-            return ctx.spread(g, site)[onto_site]  # (rows, *the shared plates)
-
+        require_per_element(site, lay.shared, ctx, WHO, "sets every element to each value "
+                            "at once (one copy per value for the whole plate)",
+                            "use scg.Score('loo')")
+        per_copy, spread = copy_costs(site, ctx, lay.shared)
         rows, size = ctx.trace.rows, len(lay.support)
         places = tuple((slice(None),) + index + (k,) for index, k, _ in lay.slots)
         values = tuple(spread(per_copy[copy]) for _, _, copy in lay.slots)
-        f = effects.opaque(_assembled, (rows,) + lay.shape + (size,), places, values)
+        f = effects.opaque(assembled, (rows,) + lay.shape + (size,), places, values)
         log_p = traced_log_probs(site, ctx)  # S arrays (rows, *batch)
         plain = tuple(effects.asarray(x, dtype=float) for x in log_p)
         total = None
@@ -143,36 +128,10 @@ class _Layout:
 
 def _layout(name, dist, plates):
     support = support_of(name, dist, WHO)
-    inner = family_of(dist)
-    shape = tuple(inner.batch_shape)
-    outer = len(dist.batch_shape)
-    shared = {}
-    for p in plates:
-        d = outer + p.dim  # the plate's dim, counted in the outer batch shape
-        if 0 <= d < len(shape) and shape[d] == p.size and p.size > 1:
-            shared[d] = p
-    elements = [tuple(slice(None) if d in shared else int(i) for d, i in enumerate(e))
-                for e in np.ndindex(*[1 if d in shared else s for d, s in enumerate(shape)])]
+    shape, shared, each = elements(dist, plates)
     slots = tuple((index, k, 1 + j * len(support) + k)
-                  for j, index in enumerate(elements) for k in range(len(support)))
-    return _Layout(support, shape, tuple(shared[d] for d in sorted(shared)), slots,
-                   1 + len(slots))
-
-
-def _placed(base, places):
-    """The draws with each copy's elements set to the value of its slot."""
-    value = np.array(base)
-    for where, v in places:
-        value[where] = v
-    return value
-
-
-def _assembled(shape, places, values):
-    """Zeros of `shape` with values[k] at places[k]."""
-    out = np.zeros(shape)
-    for where, v in zip(places, values):
-        out[where] = v
-    return out
+                  for j, index in enumerate(each) for k in range(len(support)))
+    return _Layout(support, shape, shared, slots, 1 + len(slots))
 
 
 def _coefficient(log_p, f, k):

@@ -13,6 +13,7 @@ from ..distributions.base import Distribution, Independent, declares, family_nam
 from ..errors import EstimatorError
 from ..numpy import rules as R
 from .base import Estimator
+from .element_copies import assembled, copy_costs, elements, placed, require_per_element
 from .enumerate import support_of
 from .terms import linear_term
 
@@ -98,7 +99,7 @@ class MeasureValued(Estimator):
         if lay.over_support:
             support = lay.support
             places = tuple(((rows[copy],) + index, support[k]) for _, index, k, copy in lay.slots)
-            return effects.opaque(_placed, base, places)
+            return effects.opaque(placed, base, places)
         places, taken = [], []
         for key in lay.keys:
             pair = d.draws(lambda dist, rng, shape, key=key:
@@ -119,24 +120,11 @@ class MeasureValued(Estimator):
         lay = site.aux.get("layout")
         if lay is None or not lay.slots or not ctx.has_downstream(site):
             return None
-        for c in ctx.trace.downstream_costs(site):
-            wide = [p.name for p in lay.shared if p not in c.plates_for(site.name)]
-            if wide:
-                raise EstimatorError(
-                    f"cost {c.name!r} mixes the elements of plate {', '.join(wide)}, in "
-                    f"which scg.MeasureValued() at site {site.name!r} replaces every element "
-                    "at once (one pair of copies for the whole plate); compute the cost per "
-                    "element (inside the plate, without summing over it), or draw the site "
-                    "outside the plate (a pair of copies per element)")
-        q = ctx.q(site)
-        at_base = (slice(None),) * ctx.own_axis(site) + (0,)
-        per_copy = ctx.own(site, q)
-        onto_site = (slice(None),) + tuple(slice(None) if p in lay.shared else 0
-                                           for p in ctx.grid.plates)
-
-        def spread(diff):  # a per-draw difference on the rows of the base copy
-            g = effects.opaque(_assembled, np.shape(q), (at_base,), (diff,))
-            return ctx.spread(g, site)[onto_site]  # (rows, *the shared plates)
+        require_per_element(site, lay.shared, ctx, "scg.MeasureValued()",
+                            "replaces every element at once (one pair of copies for the "
+                            "whole plate)", "draw the site outside the plate (a pair of "
+                            "copies per element)")
+        per_copy, spread = copy_costs(site, ctx, lay.shared)
 
         # (the weights assembled by one operation of plain values, which a program
         # recorded for replay repeats, rather than written entry by entry)
@@ -144,7 +132,7 @@ class MeasureValued(Estimator):
         if lay.over_support:
             places = tuple(everything + index + (k,) for _, index, k, _ in lay.slots)
             values = tuple(spread(per_copy[copy]) for _, _, _, copy in lay.slots)
-            weight = effects.opaque(_assembled, (rows,) + lay.shape + (len(lay.support),),
+            weight = effects.opaque(assembled, (rows,) + lay.shape + (len(lay.support),),
                                     places, values)
             return linear_term(_traced(lay, site, ctx, lay.keys[0]), weight, 1.0 / ctx.n)
         total = None
@@ -155,7 +143,7 @@ class MeasureValued(Estimator):
                      if k == key]
             values = tuple(coef[ix] * spread(per_copy[up] - per_copy[down])
                            for ix, up, down in slots)
-            weight = effects.opaque(_assembled, (rows,) + lay.shape,
+            weight = effects.opaque(assembled, (rows,) + lay.shape,
                                     tuple(ix for ix, _, _ in slots), values)
             term = linear_term(_traced(lay, site, ctx, key), weight, 1.0 / ctx.n)
             total = term if total is None else R.add(total, term)
@@ -242,21 +230,12 @@ def _differentiated(name, dist):
 
 def _layout(name, dist, plates):
     keys, weak = _differentiated(name, dist)
-    inner = family_of(dist)
-    shape = tuple(inner.batch_shape)
-    outer = len(dist.batch_shape)
-    shared = {}
-    for p in plates:
-        d = outer + p.dim  # the plate's dim, counted in the outer batch shape
-        if 0 <= d < len(shape) and shape[d] == p.size and p.size > 1:
-            shared[d] = p
-    elements = [tuple(slice(None) if d in shared else int(i) for d, i in enumerate(e))
-                for e in np.ndindex(*[1 if d in shared else s for d, s in enumerate(shape)])]
+    shape, shared, each = elements(dist, plates)
     over = any(w.over_support for w in weak.values())
     support = support_of(name, dist, "scg.MeasureValued()") if over else None
     slots, count = [], 1
     for key in keys:
-        for index in elements:
+        for index in each:
             if over:
                 for k in range(len(support)):
                     slots.append((key, index, k, count))
@@ -264,24 +243,7 @@ def _layout(name, dist, plates):
             else:
                 slots.append((key, index, count, count + 1))
                 count += 2
-    return _Layout(weak, keys, shape, tuple(shared[d] for d in sorted(shared)), over, support,
-                   tuple(slots), count)
-
-
-def _assembled(shape, places, values):
-    """Zeros of `shape` with values[k] at places[k]."""
-    out = np.zeros(shape)
-    for where, v in zip(places, values):
-        out[where] = v
-    return out
-
-
-def _placed(base, places):
-    """The draws with each copy's elements set to the values of its slot."""
-    value = np.array(base)
-    for where, v in places:
-        value[where] = v
-    return value
+    return _Layout(weak, keys, shape, shared, over, support, tuple(slots), count)
 
 
 def _placed_pairs(base, places, pairs):

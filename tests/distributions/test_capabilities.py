@@ -119,6 +119,16 @@ def test_a_users_family_that_declares_a_weak_derivative_gets_measure_valued_grad
     np.testing.assert_allclose(g, numeric_grad(_three_levels_exact, theta), atol=1e-8)
 
 
+def test_a_folded_normal_declares_its_weak_derivative_in_scale():
+    """E[(x - 0.5)^2] = s^2 - s sqrt(2/pi) + 0.25 for x ~ HalfNormal(s)."""
+    def model(s):
+        x = scg.sample("x", scg.HalfNormal(s), estimator=scg.MeasureValued())
+        return (x - 0.5) ** 2
+
+    g = scg.grad_samples(scg.expectation(model, n=40_000, seed=1))(1.3)
+    assert abs(g.mean - (2 * 1.3 - np.sqrt(2 / np.pi))) < 5 * g.stderr
+
+
 def test_a_family_without_a_support_is_refused_by_its_capability():
     def model(theta):
         return scg.sample("x", scg.Poisson(theta), estimator=scg.Enumerate())

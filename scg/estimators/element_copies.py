@@ -1,0 +1,74 @@
+"""Copies of a run that set a site's elements to other values, one copy per element and
+value (MeasureValued's positive and negative parts, IndeCateR's support values): the
+layout of the elements, the copies' values, and each copy's costs back on the main draw.
+
+The elements of a plate are set together (one copy for the whole plate, whatever its
+size): element b's costs then meet element b's value only, which needs every cost
+downstream to be per element of the plate. Other batch dims get copies per element.
+"""
+
+import numpy as np
+
+from ..core import effects
+from ..distributions.base import family_of
+from ..errors import EstimatorError
+
+
+def elements(dist, plates):
+    """(the family's batch shape, the plates whose elements are set together (by dim),
+    the elements: tuples of ints along the other dims and slices along those plates)."""
+    shape = tuple(family_of(dist).batch_shape)
+    outer = len(dist.batch_shape)
+    shared = {}
+    for p in plates:
+        d = outer + p.dim  # the plate's dim, counted in the outer batch shape
+        if 0 <= d < len(shape) and shape[d] == p.size and p.size > 1:
+            shared[d] = p
+    each = [tuple(slice(None) if d in shared else int(i) for d, i in enumerate(e))
+            for e in np.ndindex(*[1 if d in shared else s for d, s in enumerate(shape)])]
+    return shape, tuple(shared[d] for d in sorted(shared)), each
+
+
+def placed(base, places):
+    """The draws with each copy's elements set to the values of its slot."""
+    value = np.array(base)
+    for where, v in places:
+        value[where] = v
+    return value
+
+
+def assembled(shape, places, values):
+    """Zeros of `shape` with values[k] at places[k]."""
+    out = np.zeros(shape)
+    for where, v in zip(places, values):
+        out[where] = v
+    return out
+
+
+def require_per_element(site, shared, ctx, who, how, instead):
+    """Raise EstimatorError if a cost downstream of the site mixes the elements of a plate
+    whose elements the copies set together (`how` says how, `instead` what to do)."""
+    for c in ctx.trace.downstream_costs(site):
+        wide = [p.name for p in shared if p not in c.plates_for(site.name)]
+        if wide:
+            raise EstimatorError(
+                f"cost {c.name!r} mixes the elements of plate {', '.join(wide)}, in which "
+                f"{who} at site {site.name!r} {how}; compute the cost per element (inside "
+                f"the plate, without summing over it), or {instead}")
+
+
+def copy_costs(site, ctx, shared):
+    """(the costs downstream of the site in each of its copies, one row per draw;
+    `spread(f)`: a per-draw value on the rows of the main copy, laid out as the site's
+    terms need it, shape (rows, *the shared plates))."""
+    q = ctx.q(site)
+    at_base = (slice(None),) * ctx.own_axis(site) + (0,)
+    per_copy = ctx.own(site, q)
+    onto_site = (slice(None),) + tuple(slice(None) if p in shared else 0
+                                       for p in ctx.grid.plates)
+
+    def spread(f):
+        g = effects.opaque(assembled, np.shape(q), (at_base,), (f,))
+        return ctx.spread(g, site)[onto_site]
+
+    return per_copy, spread
