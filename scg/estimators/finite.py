@@ -19,8 +19,9 @@ def plain_log_probs(d, who):
     shape (*batch, S) or (rows, *batch, S) for per-draw parameters; EstimatorError naming
     the site when they do not hold all the probability (a support that misses values)."""
     family = d.plain_family()
-    lp = family.log_prob(family.enumerate_support(expand=True))  # (S, [rows,] *batch)
-    lp = effects.opaque(_support_last, lp)
+    given = {k: v for k, v in family.params.items() if v is not None}
+    # (one operation of the plain parameters: a replay computes them as the call did)
+    lp = effects.opaque(_support_log_probs, type(family), tuple(given), *given.values())
     if not effects.check(_normalized, lp, f"site {d.name!r}: its support holds all the "
                          "probability"):
         raise EstimatorError(
@@ -29,6 +30,12 @@ def plain_log_probs(d, who):
             "up to 1 at some element: the declared support misses values, or log_prob is not "
             "normalized. Declare every value of the support, or use scg.Score('loo')")
     return lp
+
+
+def _support_log_probs(cls, keys, *values):
+    """log p of every value of the support of cls(**params), shape ([rows,] *batch, S)."""
+    family = cls(**dict(zip(keys, values)), validate_args=False)
+    return _support_last(family.log_prob(family.enumerate_support(expand=True)))
 
 
 def traced_log_probs(site, ctx):
