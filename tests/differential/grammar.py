@@ -861,7 +861,14 @@ def marginal_models(draw):
     if draw(st.integers(0, 5)) == 5:
         b.refused()
     if not m.costs and not any(s.steps for s in m.sites):
-        b.costs("top", "top")
+        # (a model needs a cost: one of the drawn sites of the outermost scope that has
+        # one; with no site at all, the gradient is rightly refused, which is no test)
+        for scope in scopes:
+            avail = b.available(scope)
+            if avail:
+                expr, uses, kind = b.simple_cost(avail)
+                m.costs.append(Cost(b.fresh("c"), scope, expr, kind, uses))
+                break
     after = [c for c in m.costs if c.region == "after"]
     m.returns = bool(after) and m.costs[-1] is after[-1] and draw(st.booleans())
     b.estimators()
