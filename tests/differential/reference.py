@@ -324,10 +324,11 @@ class Binomial(_Dist):
 
     def log_prob(self, value):
         n = self.total_count
+        # (xlogy: a count of 0 at p = 0 or 1, where a far quadrature node rounds p, adds 0)
         with np.errstate(divide="ignore"):
             return _apply(lambda k, p: special.gammaln(n + 1.0) - special.gammaln(k + 1.0)
-                          - special.gammaln(n - k + 1.0) + k * np.log(p)
-                          + (n - k) * np.log1p(-p), (value, self.params["probs"]))
+                          - special.gammaln(n - k + 1.0) + special.xlogy(k, p)
+                          + special.xlog1py(n - k, -p), (value, self.params["probs"]))
 
     def value(self, index, nodes):
         return PerState(index.astype(float))
