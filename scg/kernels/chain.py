@@ -19,15 +19,19 @@ from .primitives import composite_vjp
 
 
 @njit(cache=True, error_model="numpy")
-def _forward(u, p, alpha):
-    """alpha[b, i, k]: log of the sum over the values of variables 0..i-1 with variable i at
-    k, for every batch entry b."""
+def _forward(u, p, alpha, step):
+    """The forward algorithm with normalized messages: alpha[b, i, k] is the log of the sum
+    over the values of variables 0..i-1 with variable i at k, less step[b, 0] + ... +
+    step[b, i] (so that each alpha[b, i] has a logsumexp of 0 and stays small whatever the
+    chain's length); step[b, i] is the log of that sum's total at i over its total at i - 1
+    (at 0, its total). log Z = sum of the steps."""
     batch, m, k = u.shape
     for b in range(batch):
-        for j in range(k):
-            alpha[b, 0, j] = u[b, 0, j]
-        for i in range(1, m):
+        for i in range(m):
             for c in range(k):
+                if i == 0:
+                    alpha[b, 0, c] = u[b, 0, c]
+                    continue
                 top = -np.inf
                 for j in range(k):
                     v = alpha[b, i - 1, j] + p[b, i - 1, j, c]
@@ -40,34 +44,30 @@ def _forward(u, p, alpha):
                 for j in range(k):
                     total += np.exp(alpha[b, i - 1, j] + p[b, i - 1, j, c] - top)
                 alpha[b, i, c] = top + np.log(total) + u[b, i, c]
+            top = -np.inf
+            for c in range(k):
+                if alpha[b, i, c] > top:
+                    top = alpha[b, i, c]
+            if top == -np.inf:
+                step[b, i] = -np.inf
+                continue
+            total = 0.0
+            for c in range(k):
+                total += np.exp(alpha[b, i, c] - top)
+            step[b, i] = top + np.log(total)
+            for c in range(k):
+                alpha[b, i, c] -= step[b, i]
 
 
 @njit(cache=True, error_model="numpy")
-def _log_sum_last(alpha, out):
-    batch, m, k = alpha.shape
-    for b in range(batch):
-        top = -np.inf
-        for j in range(k):
-            if alpha[b, m - 1, j] > top:
-                top = alpha[b, m - 1, j]
-        if top == -np.inf:
-            out[b] = -np.inf
-            continue
-        total = 0.0
-        for j in range(k):
-            total += np.exp(alpha[b, m - 1, j] - top)
-        out[b] = top + np.log(total)
-
-
-@njit(cache=True, error_model="numpy")
-def _marginals(u, p, alpha, log_z, mu, mp):
-    """The backward pass: beta[i, j] = log of the sum over variables i+1.. with variable i at
-    j; then mu = exp(alpha + beta - log Z), mp[i, j, c] = exp(alpha[i, j] + p[i, j, c] +
-    u[i+1, c] + beta[i+1, c] - log Z)."""
+def _marginals(u, p, alpha, step, mu, mp):
+    """The backward pass on the same scale: beta[i, j] = log of the sum over variables
+    i+1.. with variable i at j, less step[i+1] + ... + step[m-1]; then mu = exp(alpha +
+    beta), mp[i, j, c] = exp(alpha[i, j] + p[i, j, c] + u[i+1, c] + beta[i+1, c] -
+    step[i+1])."""
     batch, m, k = u.shape
     beta = np.empty((m, k))
     for b in range(batch):
-        z = log_z[b]
         for j in range(k):
             beta[m - 1, j] = 0.0
         for i in range(m - 2, -1, -1):
@@ -83,15 +83,15 @@ def _marginals(u, p, alpha, log_z, mu, mp):
                 total = 0.0
                 for c in range(k):
                     total += np.exp(p[b, i, j, c] + u[b, i + 1, c] + beta[i + 1, c] - top)
-                beta[i, j] = top + np.log(total)
+                beta[i, j] = top + np.log(total) - step[b, i + 1]
         for i in range(m):
             for j in range(k):
-                mu[b, i, j] = np.exp(alpha[b, i, j] + beta[i, j] - z)
+                mu[b, i, j] = np.exp(alpha[b, i, j] + beta[i, j])
         for i in range(m - 1):
             for j in range(k):
                 for c in range(k):
                     mp[b, i, j, c] = np.exp(alpha[b, i, j] + p[b, i, j, c] + u[b, i + 1, c] +
-                                            beta[i + 1, c] - z)
+                                            beta[i + 1, c] - step[b, i + 1])
 
 
 def _flat(u, p):
@@ -108,21 +108,18 @@ def _flat(u, p):
 
 def _log_partition(u, p):
     u, p, lead = _flat(u, p)
-    alpha = np.empty(u.shape)
-    _forward(u, p, alpha)
-    out = np.empty(u.shape[0])
-    _log_sum_last(alpha, out)
+    alpha, step = np.empty(u.shape), np.empty(u.shape[:2])
+    _forward(u, p, alpha, step)
+    out = np.sum(step, axis=1)
     return out.reshape(lead) if lead else out[0]
 
 
 def _both_marginals(u, p):
     u, p, lead = _flat(u, p)
-    alpha = np.empty(u.shape)
-    _forward(u, p, alpha)
-    log_z = np.empty(u.shape[0])
-    _log_sum_last(alpha, log_z)
+    alpha, step = np.empty(u.shape), np.empty(u.shape[:2])
+    _forward(u, p, alpha, step)
     mu, mp = np.empty(u.shape), np.empty(p.shape)
-    _marginals(u, p, alpha, log_z, mu, mp)
+    _marginals(u, p, alpha, step, mu, mp)
     return mu.reshape(lead + mu.shape[1:]), mp.reshape(lead + mp.shape[1:])
 
 
