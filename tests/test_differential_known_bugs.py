@@ -205,7 +205,9 @@ def test_log_prob_of_a_categorical_with_probs_is_no_jump():
         [str(w.message) for w in caught]
 
 
-@pytest.mark.xfail(strict=True,
+# (not strict: the gap depends on which of OpenBLAS's kernels the matrix product takes;
+# with OPENBLAS_CORETYPE=Prescott the gradients agree, and the test passes)
+@pytest.mark.xfail(strict=False,
                    reason=_reason("jit-marginalized-one-hot-times-a-matrix-last-bits"))
 def test_jit_of_a_marginalized_one_hot_times_a_matrix():
     from tests.differential.harness import GRADIENT_ULPS, _same_value_near_gradient
