@@ -9,35 +9,7 @@ import pytest
 
 import scg
 
-TABLE = np.array([1.0, -0.5, 2.0, 0.3])
-THETA = np.array([0.2, -0.4, 0.1, 0.5])
-W = np.array([1.0, -0.7, 0.4])
-
-
-def softmax(x):
-    e = np.exp(x - x.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
-
-
-def sig(x):
-    return 1.0 / (1.0 + np.exp(-x))
-
-
-def choice(estimator):
-    def model(theta):
-        k = scg.sample("k", scg.OneHotCategorical(logits=theta), estimator=estimator)
-        return np.sin(k @ TABLE) + (k @ TABLE) ** 3
-    return model
-
-
-def f_prime(k):
-    s = k @ TABLE
-    return (np.cos(s) + 3 * s ** 2)[..., None] * TABLE
-
-
-def true_grad(theta):
-    p, f = softmax(theta), np.sin(TABLE) + TABLE ** 3
-    return p * (f - p @ f)
+from .straight_through import THETA, W, choice, f_prime, sig, softmax, true_grad
 
 
 def gapped_by_hand(theta, k, T, gap=1.0):

@@ -11,35 +11,7 @@ import pytest
 
 import scg
 
-TABLE = np.array([1.0, -0.5, 2.0, 0.3])
-THETA = np.array([0.2, -0.4, 0.1, 0.5])
-W = np.array([1.0, -0.7, 0.4])
-
-
-def softmax(x):
-    e = np.exp(x - x.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
-
-
-def jac(y):
-    return y[..., :, None] * (np.eye(y.shape[-1]) - y[..., None, :])
-
-
-def choice(estimator):
-    def model(theta):
-        k = scg.sample("k", scg.OneHotCategorical(logits=theta), estimator=estimator)
-        return np.sin(k @ TABLE) + (k @ TABLE) ** 3
-    return model
-
-
-def f_prime(k):
-    s = k @ TABLE
-    return (np.cos(s) + 3 * s ** 2)[..., None] * TABLE
-
-
-def true_grad(theta):
-    p, f = softmax(theta), np.sin(TABLE) + TABLE ** 3
-    return p * (f - p @ f)
+from .straight_through import THETA, W, choice, f_prime, softmax, true_grad
 
 
 def straight_through_mean(theta, T, n=2_000_000, seed=0):
