@@ -58,7 +58,29 @@ def open_uniform(u):
     return np.clip(u, _TINY, _BELOW_ONE)
 
 
-class RelaxedBernoulli(Distribution):
+class _Concrete(Distribution):
+    """What both relaxations share: the temperature beside the logits, uniform noise, and
+    the path soft((logits + noise_of(u)) / T). A subclass gives `noise_of`, `soft` and
+    `_plain_soft` (numpy's own formula of `soft`, for plain values)."""
+
+    has_rsample = True
+
+    def _rebuild(self, params):
+        out = type(self)(self.temperature, **params, validate_args=False)
+        out._checked = self._checked
+        return out
+
+    def noise(self, rng, shape=()):
+        return rng.random(self._extended_shape(shape))
+
+    def path(self, noise):
+        scores = R.divide(R.add(self.logits, self.noise_of(noise)), self.temperature)
+        if _is_plain(self.logits, noise):  # (numpy's own formula: the same bits every call)
+            return self._plain_soft(scores)
+        return self.soft(scores)
+
+
+class RelaxedBernoulli(_Concrete):
     """The binary concrete distribution: y = sigmoid((logits + L) / T) with logistic noise L
     = log u - log(1 - u); `hard(y) = 1[y > 1/2]` is a Bernoulli(logits=logits) draw.
 
@@ -72,7 +94,6 @@ class RelaxedBernoulli(Distribution):
 
     arg_constraints = {"logits": constraints.real}
     support = constraints.unit_interval
-    has_rsample = True
     form = "sigmoid((logits + logistic noise) / T)"  # (for explain())
 
     def __init__(self, temperature, logits, validate_args=None):
@@ -80,11 +101,6 @@ class RelaxedBernoulli(Distribution):
         self.logits = logits
         super().__init__({"logits": logits}, broadcast_shape(logits),
                          validate_args=validate_args)
-
-    def _rebuild(self, params):
-        out = type(self)(self.temperature, **params, validate_args=False)
-        out._checked = self._checked
-        return out
 
     # ------------------------------------------------------------ the relaxation
     @staticmethod
@@ -95,6 +111,11 @@ class RelaxedBernoulli(Distribution):
     @staticmethod
     def soft(scores):
         return R.sigmoid(scores)
+
+    @staticmethod
+    def _plain_soft(scores):
+        with np.errstate(over="ignore"):
+            return 1.0 / (1.0 + np.exp(-scores))
 
     @staticmethod
     def hard(y):
@@ -128,16 +149,6 @@ class RelaxedBernoulli(Distribution):
         return effects.opaque(_bernoulli_gap, logits, b, gap)
 
     # ------------------------------------------------------------ as a distribution
-    def noise(self, rng, shape=()):
-        return rng.random(self._extended_shape(shape))
-
-    def path(self, noise):
-        scores = R.divide(R.add(self.logits, self.noise_of(noise)), self.temperature)
-        if _is_plain(self.logits, noise):  # (numpy's own formula: the same bits every call)
-            with np.errstate(over="ignore"):
-                return 1.0 / (1.0 + np.exp(-scores))
-        return self.soft(scores)
-
     def log_prob(self, value):
         # the logistic density of x = logit(y) (location logits / T, scale 1 / T), times
         # |dx/dy| = 1 / (y (1 - y))
@@ -151,7 +162,7 @@ class RelaxedBernoulli(Distribution):
         raise NotImplementedError("RelaxedBernoulli has no closed-form mean in scg")
 
 
-class RelaxedOneHotCategorical(Distribution):
+class RelaxedOneHotCategorical(_Concrete):
     """The concrete distribution on the simplex: y = softmax((logits + G) / T) with Gumbel
     noise G = -log(-log u) per category; `hard(y)`, the one-hot argmax, is a
     OneHotCategorical(logits=logits) draw.
@@ -166,7 +177,6 @@ class RelaxedOneHotCategorical(Distribution):
 
     arg_constraints = {"logits": constraints.real_vector}
     support = constraints.simplex
-    has_rsample = True
     form = "softmax((logits + Gumbel noise) / T)"  # (for explain())
 
     def __init__(self, temperature, logits, validate_args=None):
@@ -180,11 +190,6 @@ class RelaxedOneHotCategorical(Distribution):
         super().__init__({"logits": logits}, shape[:-1], shape[-1:],
                          validate_args=validate_args)
 
-    def _rebuild(self, params):
-        out = type(self)(self.temperature, **params, validate_args=False)
-        out._checked = self._checked
-        return out
-
     # ------------------------------------------------------------ the relaxation
     @staticmethod
     def noise_of(u):
@@ -193,6 +198,11 @@ class RelaxedOneHotCategorical(Distribution):
     @staticmethod
     def soft(scores):
         return R.softmax(scores, axis=-1)
+
+    @staticmethod
+    def _plain_soft(scores):
+        e = np.exp(scores - np.max(scores, axis=-1, keepdims=True))
+        return e / np.sum(e, axis=-1, keepdims=True)
 
     @staticmethod
     def hard(y):
@@ -237,16 +247,6 @@ class RelaxedOneHotCategorical(Distribution):
         return effects.opaque(_categorical_gap, logits, b, gap)
 
     # ------------------------------------------------------------ as a distribution
-    def noise(self, rng, shape=()):
-        return rng.random(self._extended_shape(shape))
-
-    def path(self, noise):
-        scores = R.divide(R.add(self.logits, self.noise_of(noise)), self.temperature)
-        if _is_plain(self.logits, noise):  # (numpy's own formula: the same bits every call)
-            e = np.exp(scores - np.max(scores, axis=-1, keepdims=True))
-            return e / np.sum(e, axis=-1, keepdims=True)
-        return self.soft(scores)
-
     def log_prob(self, value):
         # (K - 1)! T^(K - 1) prod_k a_k y_k^(-T - 1) / (sum_k a_k y_k^-T)^K, a = exp(logits)
         # (Maddison et al. 2017, eq. 5), on the first K - 1 coordinates
