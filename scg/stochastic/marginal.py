@@ -20,6 +20,7 @@ that still depends on a released site is refused, as is any cost other than a li
 term that depends on a marginalized site: the contraction could not be right.
 """
 
+import functools
 import math
 
 import numpy as np
@@ -388,25 +389,28 @@ def _as_chain(group, local, sites):
     if len(local) < 3 or len({sites[k].size for k in local}) != 1:
         return None
     at = {k: i for i, k in enumerate(local)}
-    unary, pairs, rest = [None] * len(local), [None] * (len(local) - 1), []
+    # (the factors sorted out first, added only once the chain is known: no operation is
+    # spent on a structure the general elimination then takes)
+    unary, pairs, rest = [[] for _ in local], [[] for _ in local[1:]], []
     flipped = [False] * (len(local) - 1)
     for f in group:
         where = [at.get(k) for k in f.names]
         if not f.names:
             rest.append(f)
         elif len(where) == 1 and where[0] is not None:
-            unary[where[0]] = f.value if unary[where[0]] is None else \
-                np.add(unary[where[0]], f.value)
+            unary[where[0]].append(f.value)
         elif len(where) == 2 and None not in where and abs(where[1] - where[0]) == 1:
             i = min(where)
-            if pairs[i] is not None and flipped[i] != (where[0] > where[1]):
+            if pairs[i] and flipped[i] != (where[0] > where[1]):
                 return None  # (two terms of a pair in both orders: the general elimination)
             flipped[i] = where[0] > where[1]  # (axes (later site, earlier site))
-            pairs[i] = f.value if pairs[i] is None else np.add(pairs[i], f.value)
+            pairs[i].append(f.value)
         else:
             return None
-    if any(p is None for p in pairs):  # (two chains, or none: the general elimination)
+    if not all(pairs):  # (two chains, or none: the general elimination)
         return None
+    unary = [functools.reduce(np.add, v) if v else None for v in unary]
+    pairs = [functools.reduce(np.add, v) for v in pairs]
     k = sites[local[0]].size
     plate_shape = tuple(R.shape(pairs[0]))[2:]
     zero = np.zeros((k,) + plate_shape)
