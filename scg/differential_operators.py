@@ -281,10 +281,15 @@ def _gradient_function(fun, argnums, allow_unused, with_value, has_aux=False):
 
     @functools.wraps(fun)
     def gradient_function(*args, **kwargs):
-        traced, value, grads = reverse(fun, args, kwargs, argnums, needs_path, check)
+        # (with has_aux, this call's own aux, returned by it: another thread's call may
+        # change the expectation's last_aux meanwhile)
+        auxes = [] if has_aux else None
+        call = _keeping_aux(fun, auxes) if has_aux else None
+        traced, value, grads = reverse(fun, args, kwargs, argnums, needs_path, check,
+                                       call=call)
         gradient = traced.rebuild(_finish(grads, traced.shapes()))
         if not with_value:
-            return (gradient, fun.last_aux) if has_aux else gradient
+            return (gradient, auxes[-1]) if has_aux else gradient
         if not isinstance(value, Tracer):
             value = float(value.item() if hasattr(value, "item") else value)
             if not math.isfinite(value):  # (finite costs whose sum overflowed: averaged
@@ -293,16 +298,27 @@ def _gradient_function(fun, argnums, allow_unused, with_value, has_aux=False):
         elif value.floor:  # (under scg.jit: the same conversion, recorded; a replay whose
             # value is not finite runs afresh, where the value is averaged again)
             value = effects.opaque(_as_python_float_finite, value)
-        return ((value, fun.last_aux), gradient) if has_aux else (value, gradient)
+        return ((value, auxes[-1]), gradient) if has_aux else (value, gradient)
 
     return gradient_function
 
 
-def reverse(fun, args, kwargs, argnums, needs_path=False, check=None, per_draw=None):
+def _keeping_aux(fun, auxes):
+    """fun's call that returns the estimate and appends the call's aux to `auxes`."""
+    def call(*args, **kwargs):
+        out, aux = fun.call_with_aux(*args, **kwargs)
+        auxes.append(aux)
+        return out
+    return call
+
+
+def reverse(fun, args, kwargs, argnums, needs_path=False, check=None, per_draw=None,
+            call=None):
     """The one reverse pass behind every gradient: box the differentiated arguments at a
-    new level, call `fun`, check that its output is a scalar, backpropagate, and check that
-    every argument was reached (`needs_path`: `fun.no_path_message(name)` says why not)
-    and that the gradient is finite (`check(grads, names, roots)`).
+    new level, call `fun` (or `call`, which stands for it), check that its output is a
+    scalar, backpropagate, and check that every argument was reached (`needs_path`:
+    `fun.no_path_message(name)` says why not) and that the gradient is finite
+    (`check(grads, names, roots)`).
 
     `per_draw(traced, level)`, for per-draw gradients of an expectation, returns
     (the function to call instead of fun, the roots to differentiate, the seed).
@@ -312,7 +328,7 @@ def reverse(fun, args, kwargs, argnums, needs_path=False, check=None, per_draw=N
     with new_level() as level:
         traced = _Traced(args, argnums, level)
         if per_draw is None:
-            call, roots, seed = fun, traced.roots(), None
+            call, roots, seed = call or fun, traced.roots(), None
         else:
             call, roots, seed = per_draw(traced, level)
         out = call_traced(call, traced, kwargs)

@@ -21,10 +21,18 @@ program other than eagerly (a recording for replay, see scg/jit/) must see them:
   not reproduce;
 - `sees_operations()`: does a handler see every primitive call (then code takes the
   primitives' path, not a fused kernel's that would hide them)?
+- `drawing(rng, shape)`: a kernel is about to draw `shape` numbers from `rng` itself (a
+  handler may note where the draw starts, to draw it again later);
+- `operation(prim, inputs, args, kwargs, result)`: a per-draw operation of a model ran;
+  it goes to the innermost handler that watches them (`watches_operations`), the run of
+  the model that follows plates' axes and builds its graph, and to no other.
 
 Each thread has one stack of handlers (`push`, `pop`). A message goes to the innermost
 handler; a `Handler` forwards what it does not handle to the one outside it, and with no
-handler the message's default runs: the eager computation. The defaults cost one
+handler the message's default runs: the eager computation. The stack also knows, in O(1),
+its innermost handler of three roles: the one that takes values (`takes_values`), the one
+that watches per-draw operations (`watches_operations`), and the recording of scg.jit
+(`records`), whose traced values record only while it is this thread's. The defaults cost one
 attribute read more than the plain call. (Handlers that take none of these messages, the
 stochastic layer's, are skipped: `takes_values = False`.)
 
@@ -85,7 +93,11 @@ class Handler:
 
     outer = None   # the next handler outside this one
     outer_values = None  # the next handler outside this one that takes the messages above
+    outer_ops = None  # (the innermost operations watcher and recording before this one)
+    outer_recording = None
     takes_values = True
+    watches_operations = False  # receives `operation` (the innermost such handler only)
+    records = False  # scg.jit's recording
 
     def process(self, msg):
         """See a message on its way in (innermost first); perform it by setting
@@ -125,6 +137,13 @@ class Handler:
         if self.outer_values is not None:
             self.outer_values.unrepeatable(reason)
 
+    def drawing(self, rng, shape):
+        if self.outer_values is not None:
+            self.outer_values.drawing(rng, shape)
+
+    def operation(self, prim, inputs, args, kwargs, result):
+        """A per-draw operation ran (for a handler with `watches_operations`)."""
+
     def sees_operations(self):
         return self.outer_values is not None and self.outer_values.sees_operations()
 
@@ -162,21 +181,33 @@ def _send_kept(h, getter, args):
 # ---------------------------------------------------------------- the stack
 def push(handler):
     """Make `handler` this thread's innermost handler."""
-    handler.outer = THREAD.handler
-    handler.outer_values = THREAD.values
-    THREAD.handler = handler
+    state = THREAD
+    handler.outer = state.handler
+    handler.outer_values = state.values
+    state.handler = handler
     if handler.takes_values:
-        THREAD.values = handler
+        state.values = handler
+    if handler.watches_operations:
+        handler.outer_ops = state.ops
+        state.ops = handler
+    if handler.records:
+        handler.outer_recording = state.recording
+        state.recording = handler
 
 
 def pop(handler):
     """Remove the innermost handler, which must be `handler`."""
-    if THREAD.handler is not handler:
+    state = THREAD
+    if state.handler is not handler:
         raise RuntimeError("effect handlers must be removed innermost first (a plate or "
                            "a model run left open inside another)")
-    THREAD.handler = handler.outer
-    THREAD.values = handler.outer_values
-    handler.outer = handler.outer_values = None
+    state.handler = handler.outer
+    state.values = handler.outer_values
+    if handler.watches_operations:
+        state.ops = handler.outer_ops
+    if handler.records:
+        state.recording = handler.outer_recording
+    handler.outer = handler.outer_values = handler.outer_ops = handler.outer_recording = None
 
 
 def innermost():
@@ -270,6 +301,22 @@ def unrepeatable(reason):
         h.unrepeatable(reason)
 
 
+def drawing(rng, shape):
+    """A kernel is about to draw `shape` numbers from the numpy Generator `rng` itself
+    (called under the bit generator's lock, so a handler can note where the draw starts)."""
+    h = THREAD.values
+    if h is not None:
+        h.drawing(rng, shape)
+
+
+def operation(prim, inputs, args, kwargs, result):
+    """A per-draw operation of a model ran (`prim` on `args` gave `result`; `inputs` are
+    its per-draw arguments): told to the innermost handler that watches operations."""
+    h = THREAD.ops
+    if h is not None:
+        h.operation(prim, inputs, args, kwargs, result)
+
+
 def sees_operations():
     """Does a handler see every primitive call (so fused kernels, which hide them, are
     not used)?"""
@@ -289,14 +336,35 @@ class values_only:
     handlers kept (a recording of scg.jit records it): a model run of its own inside a
     call, such as an estimator's probe. Use as ``with effects.values_only():``."""
 
-    __slots__ = ("saved",)
+    __slots__ = ("saved", "saved_ops")
 
     def __enter__(self):
         self.saved = THREAD.handler
+        self.saved_ops = THREAD.ops
         THREAD.handler = THREAD.values
+        THREAD.ops = None
 
     def __exit__(self, *exc):
         THREAD.handler = self.saved
+        THREAD.ops = self.saved_ops
+        return False
+
+
+class operations_unseen:
+    """A block whose per-draw operations no handler watches (a site's own sampling and
+    log-density, which are not the model's operations). Use as
+    ``with effects.operations_unseen():``. (A class rather than a generator-based context
+    manager: entered twice per site, and this is several times cheaper.)"""
+
+    __slots__ = ("saved",)
+
+    def __enter__(self):
+        state = THREAD
+        self.saved = state.ops
+        state.ops = None
+
+    def __exit__(self, *exc):
+        THREAD.ops = self.saved
         return False
 
 

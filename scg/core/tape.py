@@ -31,6 +31,8 @@ class _ThreadState(threading.local):
         self.locked = []  # (level, array) made read-only while that level's tape lives
         self.handler = None  # the innermost handler of the effect stack (core/effects.py)
         self.values = None  # the innermost one that takes its value messages
+        self.ops = None  # the innermost one that watches per-draw operations
+        self.recording = None  # the innermost one that records operations (scg.jit)
         self.counts = {}  # non-finite counts noted by fused kernels (core/facts.py)
         self.sums = {}  # sums of large vectors noted in this gradient call (core/facts.py)
         self.keyed = {}  # what a pass noted about an array it wrote (core/facts.py)

@@ -1,7 +1,5 @@
 """Small helpers shared by the family files."""
 
-import threading
-
 import numpy as np
 
 from ..core import effects
@@ -73,45 +71,43 @@ def expanded_support(table, batch_shape, event_ndim, expand):
     return np.broadcast_to(shaped, (table.shape[0],) + tuple(batch_shape) + event)
 
 
+INSIDE_DRAW = "a draw inside the support"
+INSIDE_VALUE = "a value inside the support"
+
+
 def mask_outside(inside, lp):
     """lp where `inside`, -inf elsewhere. When every entry is inside (draws of the
     distribution itself), lp is returned as is: no extra operation on the tape."""
-    if _DRAWS.own:
-        return lp
-    return lp if effects.check(_all_true, strip(inside), "a draw inside the support") \
+    return lp if effects.check(_all_true, strip(inside), INSIDE_DRAW) \
         else np.where(inside, lp, -np.inf)
 
 
 def outside_to(inside, value, safe):
     """value where `inside`, `safe` elsewhere (a point where the formulas stay finite)."""
-    if _DRAWS.own:
-        return value
-    return value if effects.check(_all_true, strip(inside), "a value inside the support") \
+    return value if effects.check(_all_true, strip(inside), INSIDE_VALUE) \
         else np.where(inside, value, safe)
 
 
-class _Draws(threading.local):
-    own = False
-
-
-_DRAWS = _Draws()
-
-
-class own_draws:
+class own_draws(effects.Handler):
     """`with own_draws():` the values given to log_prob are the distribution's own draws,
-    in its support by construction: the support test is skipped. (Its operations are then
-    unused, and scg.jit drops them from replays. A draw that rounded onto the edge of the
-    support still gets a non-finite log-probability from the formulas, which the sites
-    report.)"""
+    in its support by construction: a handler of the effect stack that answers the support
+    tests (`mask_outside`, `outside_to`) with True, and forwards every other message.
+    (The test's operations are then unused, and scg.jit drops them from replays. A draw
+    that rounded onto the edge of the support still gets a non-finite log-probability from
+    the formulas, which the sites report.)"""
 
-    __slots__ = ("before",)
+    def check(self, predicate, x, where):
+        if where is INSIDE_DRAW or where is INSIDE_VALUE:
+            return True
+        return super().check(predicate, x, where)
 
     def __enter__(self):
-        self.before = _DRAWS.own
-        _DRAWS.own = True
+        effects.push(self)
+        return self
 
     def __exit__(self, *exc):
-        _DRAWS.own = self.before
+        effects.pop(self)
+        return False
 
 
 _ENOUGH = {}

@@ -23,7 +23,7 @@ from ..core.reach import generators_reachable
 from ..core.tape import THREAD, Tracer, new_level
 from .guards import Refused, guards
 from .watch import Watch, trusted_kinds
-from .recording import ACTIVE, Var, _Recording, compile_program, generators_of, same
+from .recording import Var, _Recording, compile_program, generators_of, same
 
 _RECORDINGS_PER_KEY = 4  # recordings that never repeat themselves: stop trying
 _KEYS = 32               # structures kept per jitted function
@@ -277,7 +277,6 @@ class Jitted:
             confirming = entry.last is not None and entry.check(leaves, arrays)
             watch = _UNWATCHED if confirming else Watch(self._kinds, self._trusted)
             effects.push(rec)
-            ACTIVE.rec = rec
             try:
                 with watch:
                     out = self.fn(*call_args, **call_kwargs)
@@ -421,8 +420,7 @@ _RESULTS = (np.ndarray, np.generic, int, float, complex, str, bool, bytes, type(
 
 def _stop(rec):
     """The recording no longer handles this thread's effects."""
-    if ACTIVE.rec is rec:
-        ACTIVE.rec = None
+    if THREAD.recording is rec:
         effects.pop(rec)
 
 

@@ -31,7 +31,6 @@ Code that cannot be expressed this way marks the recording `invalid` with the re
 import cmath
 import itertools
 import operator
-import threading
 
 import numpy as np
 
@@ -39,14 +38,7 @@ from ..core import pytree
 from ..core.effects import Handler, State
 from ..core.lowering import INLINE
 from ..core.random_state import restore_position, save_position
-from ..core.tape import Tracer, strip
-
-
-class _Active(threading.local):
-    rec = None  # the open recording of this thread (its Vars record; others' compute)
-
-
-ACTIVE = _Active()
+from ..core.tape import THREAD, Tracer, strip
 
 
 class Miss(Exception):
@@ -55,7 +47,10 @@ class Miss(Exception):
 
 class _Recording(Handler):
     """The program being recorded at one trace level (see module docstring), and the
-    handler of the effect stack (scg/core/effects.py) that records the effects too."""
+    handler of the effect stack (scg/core/effects.py) that records the effects too. Its
+    Vars record only while it is this thread's recording on the stack (`records`)."""
+
+    records = True
 
     def __init__(self, level):
         self.level = level
@@ -415,8 +410,9 @@ class Var(Tracer):
                 rec = rec or _first_var(a).rec
         if kwargs and any(_holds_var(v) for v in kwargs.values()):
             nested = True
-        if rec is None or not rec.open or ACTIVE.rec is not rec:
-            # a value kept from a finished recording (or another thread's): computed as it is
+        if rec is None or not rec.open or THREAD.recording is not rec:
+            # a value kept from a finished recording (or another thread's, or one whose
+            # recording is off this thread's effect stack): computed as it is
             return prim.fn(*[_concrete(a) for a in args],
                            **{k: _concrete(v) for k, v in kwargs.items()})
         return rec.apply(prim.fn, args, kwargs, guard_shape=nested or (

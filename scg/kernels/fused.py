@@ -39,7 +39,7 @@ from ..core.random_state import restore_position, save_position
 from ..core.tape import THREAD
 from .continuous import _loc_scale_path, _normal
 from ..core.facts import note, noted, remember
-from ..core import rewrites
+from ..core import effects, rewrites
 from .parallel import THREADS, _loc_scale_path_flat, _pool, in_chunks
 from .primitives import PARALLEL_MIN, readonly_flat
 
@@ -213,28 +213,31 @@ def standard_normal(rng, shape):
         return None
     out = empty(shape)
     with rng.bit_generator.lock:
-        taken = getattr(_TAKEN, "positions", None)
-        if taken is not None:  # (under the lock: where this very draw starts)
-            taken.append((save_position(rng), tuple(shape)))
+        effects.drawing(rng, tuple(shape))  # (under the lock: where this very draw starts)
         _standard_normal(rng, out.reshape(-1))
     return out
 
 
-_TAKEN = threading.local()
-
-
-class positions_of_draws:
+class positions_of_draws(effects.Handler):
     """`with positions_of_draws() as taken:` the (position, shape) at which each
-    `standard_normal` of this thread drew, in order; each position saved under the
-    generator's lock together with its draw (another thread may draw from it too)."""
+    `standard_normal` of this thread drew, in order: a handler of the effect stack that
+    takes the `drawing` messages (each sent under the generator's lock together with its
+    draw: another thread may draw from it too) and forwards every other message."""
+
+    def __init__(self):
+        self.taken = []
+
+    def drawing(self, rng, shape):
+        self.taken.append((save_position(rng), shape))
+        super().drawing(rng, shape)
 
     def __enter__(self):
-        self.before = getattr(_TAKEN, "positions", None)
-        _TAKEN.positions = []
-        return _TAKEN.positions
+        effects.push(self)
+        return self.taken
 
     def __exit__(self, *exc):
-        _TAKEN.positions = self.before
+        effects.pop(self)
+        return False
 
 
 @njit(nogil=True, cache=True, error_model="numpy")

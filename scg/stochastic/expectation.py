@@ -104,10 +104,16 @@ class Expectation:
         self._n = _checked_n(n)
 
     def __call__(self, *args, **kwargs):
-        out = self._objective(args, kwargs)
+        out, aux = self._objective(args, kwargs)
         if self.has_aux and current_level() <= effects.floor():  # (not under scg.grad)
-            return out, self.last_aux
+            return out, aux
         return out
+
+    def call_with_aux(self, *args, **kwargs):
+        """(the estimate, aux) of one call, at every level: under scg.grad too, where
+        calling the expectation gives the estimate alone (`scg.grad(E, has_aux=True)`
+        takes this call's own aux from here). aux is None unless has_aux=True."""
+        return self._objective(args, kwargs)
 
     # what a call depends on besides its arguments (guarded by scg.jit): the model, the
     # number of draws, the generator (by identity), the estimators chosen so far
@@ -163,16 +169,18 @@ class Expectation:
         else:
             self._decisions.pop(_NO_VARIANCE, None)
         self.last_trace = trace
+        aux = None
         if self.has_aux:
-            self.last_aux = pytree.tree_map(lambda leaf: _plain_aux(leaf, self.n), trace.aux)
+            aux = pytree.tree_map(lambda leaf: _plain_aux(leaf, self.n), trace.aux)
+            self.last_aux = aux
         if effects.sees_operations():  # (a recording: a replay leaves its own values)
-            aux, aux_def = pytree.flatten_leaves(self.last_aux) if self.has_aux else ([], None)
+            aux_leaves, aux_def = pytree.flatten_leaves(aux) if self.has_aux else ([], None)
             self._fresh = trace  # (the recorded call itself keeps its whole trace)
             effects.after(_note_values, effects.State(self), effects.State(trace, own=True),
                           effects.State(aux_def, own=True),
                           *[strip(s.draw) for s in trace.sites.values()],
-                          *[strip(c.value) for c in trace.cost_sites.values()], *aux)
-        return objective
+                          *[strip(c.value) for c in trace.cost_sites.values()], *aux_leaves)
+        return objective, aux
 
     def finite_value(self, value):
         """The value of the last call again where the mean of its finite costs overflowed
@@ -482,7 +490,7 @@ def grad_samples(E, argnums=0, *, allow_unused=False):
             return call_args
 
         def call(*args, **kwargs):
-            return E._objective(args, kwargs, wrap_args=per_draw_args)
+            return E._objective(args, kwargs, wrap_args=per_draw_args)[0]
 
         return call, copies, np.float64(n)
 

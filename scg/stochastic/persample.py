@@ -13,11 +13,11 @@ whether along a differentiable path ("smooth") or across a jump or black box
 import numpy as np
 
 from ..core import effects
-from ..core.tape import Tracer, strip
+from ..core.tape import THREAD, Tracer, strip
 from ..errors import TracingError
 from ..numpy import rules as R
 from ..numpy.dispatch import FUNCTIONS, array_function
-from .runtime import RUNTIME, innermost_run
+from .runtime import innermost_run
 
 
 class Deps:
@@ -210,9 +210,9 @@ class PerSample(Tracer):
             if a.held or a.bent:  # (rare: an ELBO's log q(z), see zero_mean.py)
                 _follow_held(prim, args, inputs, result, level)
                 break
-        on_op = RUNTIME.on_op
-        if on_op is not None:
-            on_op(prim, inputs, args, kwargs, result)
+        ops = THREAD.ops  # (effects.operation, inlined: every per-draw operation)
+        if ops is not None:
+            ops.operation(prim, inputs, args, kwargs, result)
         return result
 
 

@@ -1,26 +1,12 @@
-"""The stochastic layer's per-thread state: the hook that per-draw operations report to.
+"""The runs of models in progress in this thread, and how a model's messages reach them.
 
-(The runs of models in progress are handlers of the thread's effect stack,
-scg/core/effects.py.) Models may run in several threads at once (each thread its own
-gradient); each thread sees only its own.
+(The runs are handlers of the thread's effect stack, scg/core/effects.py; per-draw
+operations reach the innermost one as `effects.operation`.) Models may run in several
+threads at once (each thread its own gradient); each thread sees only its own.
 """
-
-import threading
 
 from ..core import effects
 from ..errors import TracingError
-
-
-class _Runtime(threading.local):
-    """`on_op`: None, or a callable `(prim, inputs, args, kwargs, result)` that every per-draw
-    operation reports its result to (the innermost run sets it while it records a graph
-    or is inside a plate)."""
-
-    def __init__(self):
-        self.on_op = None
-
-
-RUNTIME = _Runtime()
 
 
 def innermost_run():

@@ -33,7 +33,7 @@ from .memory import check_fits
 from .zero_mean import check_use, law_of
 from .persample import NO_DEPS, Deps, PerSample, lift
 from .plates import label_draw
-from .runtime import RUNTIME, current_run, innermost_run, send as _send
+from .runtime import current_run, innermost_run, send as _send
 from .site_states import SiteStates, estimator_of
 
 
@@ -121,7 +121,7 @@ class Site:
                 lp = lp.value if isinstance(lp, PerSample) else lp
             else:
                 own = own_draws() if self.own_draws else contextlib.nullcontext()
-                with _no_recording(), own:
+                with effects.operations_unseen(), own:
                     lp = _traced_physical(self.dist, draw.level).log_prob(draw.value)
             if self.mask is not None:  # (scg.mask: the site counts only where it holds)
                 lp = R.where(physical_mask(self.mask, len(self.dist.batch_shape), draw.level),
@@ -325,7 +325,7 @@ def draw_site(run, msg):
     param_deps = Deps.merge([p.deps for p in params])
     d = SiteDraw(run, name, dist, level, param_deps, est.antithetic)
     d.given = msg.fields.get("given", dist)  # (the distribution as the model gave it)
-    with _no_recording():
+    with effects.operations_unseen():
         draw = est.draw(d)
     if isinstance(draw, PerSample):  # a draw with a derivative along its path
         read_only(strip(draw.value))
@@ -878,27 +878,8 @@ class BlackBox:
             raise ValueError(f"blackbox {getattr(fn, '__name__', fn)!r} must return an array "
                              f"with a leading axis of length n = {n}, got shape {out.shape}")
         result = PerSample(out, level, Deps.merge([a.deps for a in inputs]).through("jump"))
-        if RUNTIME.on_op is not None:
-            RUNTIME.on_op(self, inputs, args, kwargs, result)
+        effects.operation(self, inputs, args, kwargs, result)
         return result
 
     def __repr__(self):
         return f"scg.blackbox({getattr(self.fn, '__name__', self.fn)!r})"
-
-
-class _no_recording:
-    """Per-draw operations in this block (a site's own sampling and log-density) report to
-    no hook. (A class rather than a generator-based context manager: entered twice per
-    site, and this is several times cheaper.)"""
-
-    __slots__ = ("saved",)
-
-    def __enter__(self):
-        runtime = RUNTIME
-        self.saved = runtime.on_op
-        runtime.on_op = None
-
-    def __exit__(self, *exc):
-        RUNTIME.on_op = self.saved
-        return False
-

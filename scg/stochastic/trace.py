@@ -12,7 +12,6 @@ from ..core.tape import Box, new_level, strip
 from ..errors import BiasWarning, RandomnessWarning, TracingError
 from .persample import PerSample
 from .plates import label_op
-from .runtime import RUNTIME
 from ..estimators import auto
 from ..estimators.base import INVALID
 from .copies import Copies, CopyLayout, Replan
@@ -43,6 +42,7 @@ class Trace(effects.Handler):
     """
 
     takes_values = False  # (the numeric messages pass it, to a recording outside)
+    watches_operations = True  # (per-draw operations: plates' axes, the graph)
     is_run = True
 
     def __init__(self, n, rng, level, decisions, reasons, record=False, param_names=None,
@@ -125,9 +125,10 @@ class Trace(effects.Handler):
             self.plate_depth = max(self.plate_depth, max(-p.dim for p in plates))
             if self.marginal is not None:
                 self.marginal.see_plates(plates)
-        RUNTIME.on_op = self._on_op if self.plated or self._graph is not None else None
 
-    def _on_op(self, prim, inputs, args, kwargs, result):
+    def operation(self, prim, inputs, args, kwargs, result):
+        """A per-draw operation of the model ran (effects.operation): once a plate has been
+        open, its result's axes are labelled; with a graph, it is a node."""
         if self.plated:
             label_op(prim, args, kwargs, inputs, self.level, result, self.sites)
         if self._graph is not None:
@@ -349,7 +350,6 @@ def run_model(model, args, kwargs, *, n, rng, decisions, reasons, record=False,
 
     Returns (trace, build's result).
     """
-    runtime = RUNTIME
     if innermost_run() is not None:
         raise TracingError(
             "an expectation (or scg.trace) was evaluated inside the model of another one: "
@@ -381,8 +381,6 @@ def run_model(model, args, kwargs, *, n, rng, decisions, reasons, record=False,
             effects.push(trace)
             if estimators is not None:
                 effects.push(EstimatorChoice(estimators))
-            saved = runtime.on_op
-            runtime.on_op = trace._on_op if record else None
             numpy_state = random_state.global_random_position()
             try:
                 call_args = wrap_args(args, level, trace.rows) if wrap_args else args
@@ -420,7 +418,6 @@ def run_model(model, args, kwargs, *, n, rng, decisions, reasons, record=False,
                 _rewind(rng, state)
                 continue
             finally:
-                runtime.on_op = saved
                 _close(layout)
             if probing:  # laid out: check that the layout fits with n draws, then run them
                 probing = False
