@@ -94,7 +94,6 @@ def test_jit_replays_a_measure_valued_site_upstream_of_another_site():
     assert jitted.stats["replays"] >= 1, jitted.explain()
 
 
-@pytest.mark.xfail(strict=True, reason=_reason("jit-gamma-pathwise-last-bit"))
 def test_jit_of_a_pathwise_gamma_site_is_bit_for_bit():
     def model(theta):
         x = scg.sample("x", scg.Gamma(2.0, np.exp(theta[0])), estimator="pathwise")
@@ -122,7 +121,6 @@ def test_jit_replays_unordered_set_with_probs():
     assert jitted.stats["replays"] >= 1, jitted.explain()
 
 
-@pytest.mark.xfail(strict=True, reason=_reason("jit-rebar-learning-last-bit"))
 def test_jit_of_rebar_learning_in_a_plate_is_bit_for_bit():
     def model(theta):
         with scg.plate("p", 2):
@@ -205,13 +203,7 @@ def test_log_prob_of_a_categorical_with_probs_is_no_jump():
         [str(w.message) for w in caught]
 
 
-# (not strict: the gap depends on which of OpenBLAS's kernels the matrix product takes;
-# with OPENBLAS_CORETYPE=Prescott the gradients agree, and the test passes)
-@pytest.mark.xfail(strict=False,
-                   reason=_reason("jit-marginalized-one-hot-times-a-matrix-last-bits"))
 def test_jit_of_a_marginalized_one_hot_times_a_matrix():
-    from tests.differential.harness import GRADIENT_ULPS, _same_value_near_gradient
-
     def model(theta):
         scg.sample("x", scg.Bernoulli(logits=1.5 * theta[0]))
         z = scg.sample("z", scg.OneHotCategorical(logits=np.array([0.0, 1.0, -0.5])),
@@ -225,7 +217,7 @@ def test_jit_of_a_marginalized_one_hot_times_a_matrix():
     eager, jitted = scg.value_and_grad(E1), scg.jit(scg.value_and_grad(E2))
     for _ in range(4):
         want, got = eager(theta), jitted(theta)
-        # (seen: the value bit for bit; the gradient 0.09656294... 7 units in the last
-        # place off on the replays)
-        assert _same_value_near_gradient(want, got), (want, got, GRADIENT_ULPS)
+        # (seen, before the recorded backward pass called the plain twins of the rules:
+        # the value bit for bit, the gradient 0.09656294... 7 units in the last place off)
+        assert want[0] == got[0] and np.array_equal(want[1], got[1]), (want, got)
     assert jitted.stats["replays"] >= 1

@@ -268,6 +268,19 @@ def defvjp_plain(prim, *rules):
             prim.plain_vjps[i] = rule
 
 
+def _only_held(args, kwargs):
+    """Are the tracers among args (and in their tuples) values held by a handler, and
+    kwargs free of tracers?"""
+    for a in args:
+        t = type(a)
+        if t is tuple or t is list:
+            if not _only_held(a, None):
+                return False
+        elif isinstance(a, Tracer) and not t.floor:
+            return False
+    return not kwargs or not any(isinstance(v, Tracer) for v in kwargs.values())
+
+
 class Box(Tracer):
     """A value being differentiated at one trace level, and the recorded call that made it.
 
@@ -316,6 +329,11 @@ class Box(Tracer):
         if lower:
             ans = prim(*raw, **kwargs)
             rules = prim.vjps
+            if prim.plain_vjps is not None and _only_held(raw, kwargs):
+                # (values a handler holds, scg.jit's recording: the twins, written in numpy,
+                # run on them as on plain arrays and the recording records their numpy
+                # calls, so a replay rounds as an eager first-order gradient does)
+                rules = prim.plain_vjps
         else:
             ans = prim.fn(*raw, **kwargs)
             rules = prim.plain_vjps or prim.vjps
@@ -438,7 +456,9 @@ def backward(out_node, g, roots):
         if node is None:
             node = pop(heap)[1]
         g = grads.pop(node)
-        vjps = node.prim.vjps if isinstance(g, traced) else node.rules
+        vjps = node.rules
+        if isinstance(g, traced) and not (type(g).floor and vjps is node.prim.plain_vjps):
+            vjps = node.prim.vjps  # (a traced cotangent: the rules an outer level records)
         args, kwargs, ans = node.args, node.kwargs, node.value
         newest = None  # the newest box that got its first cotangent here
         # (calls without * and ** for one or two arguments: unpacking costs more than the rest)

@@ -38,8 +38,8 @@ def jit(fn=None, *, validate=2, trust=()):
     `scg.grad`, an optimizer's update) as straight-line code. Once `validate` successive
     recordings of one structure are identical, later calls with that structure run the
     recorded code instead: the numbers of a fresh run (the same random numbers from the
-    same generators, the same baseline updates, the same checks; a gradient may differ
-    in its last bit), without the Python bookkeeping.
+    same generators, the same baseline updates, the same checks, the same gradient bit
+    for bit), without the Python bookkeeping.
 
     A replay is used only when scg knows everything the recorded call read (the contract,
     docs/performance.md): a new recording is made, never a stale one replayed, when the

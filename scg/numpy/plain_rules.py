@@ -9,13 +9,30 @@ order the traced rules.
 
 import numpy as np
 
-from ..core import rewrites
+from ..core import effects, rewrites
 from ..core.tape import defvjp_plain
 from ..core.facts import LARGE
 from . import rules as R
 from .rules import _restore_reduced, shape, unbroadcast  # plain cotangents: numpy calls
 
 # (add, sum and broadcast_to need no twin: their rules call these helpers only)
+#
+# Under scg.jit's recording the twins run on its values (Vars, which a handler holds) as on
+# plain arrays, and the recording records their numpy calls: a replay rounds as an eager
+# first-order gradient does. A twin that needs plain arrays is wrapped in _on_plain_values.
+
+
+def _on_plain_values(twin):
+    """`twin` for a call whose values scg.jit's recording holds: one operation of the
+    recording on the plain values (the twin writes into a buffer of its own, or picks
+    ndarray.dot by the arrays' types, which recorded values are not)."""
+    def rule(g, ans, *args):
+        if effects.is_held(g) or effects.is_held(ans) or any(
+                effects.is_held(a) or type(a) is tuple for a in args):
+            return effects.opaque(twin, g, ans, *args)
+        return twin(g, ans, *args)
+    rule.__name__ = rule.__qualname__ = getattr(twin, "__name__", "twin")
+    return rule
 
 
 # ---------------------------------------------------------------- arithmetic
@@ -73,7 +90,13 @@ defvjp_plain(R.where, None,
 defvjp_plain(R.mean, lambda g, ans, x, axis=None, keepdims=False:
              _restore_reduced(g / float(R._count(shape(x), axis)), shape(x), axis, keepdims))
 defvjp_plain(R.reshape, lambda g, ans, x, newshape: R._reshape(g, shape(x)))
-defvjp_plain(R.getitem, lambda g, ans, x, index: R._untake(g, index, shape(x)))
+
+
+def _getitem_x(g, ans, x, index):
+    return R._untake(g, index, shape(x))
+
+
+defvjp_plain(R.getitem, _on_plain_values(_getitem_x))
 
 
 # ---------------------------------------------------------------- linear algebra
@@ -100,7 +123,7 @@ def _matmul_b(g, ans, a, b):
     return R._matmul_b(g, ans, a, b)
 
 
-defvjp_plain(R.matmul, _matmul_a, _matmul_b)
+defvjp_plain(R.matmul, _on_plain_values(_matmul_a), _on_plain_values(_matmul_b))
 
 # ---------------------------------------------------------------- stable helpers
 defvjp_plain(R.sigmoid, lambda g, ans, x: g * (ans * (1.0 - ans)))

@@ -289,9 +289,10 @@ def _multiply_to(g, c, target):
 
 
 def multiply_to_plain(g, c, target):
-    """_multiply_to for plain arrays (the first-order twin in plain_rules.py)."""
+    """_multiply_to for plain arrays (the first-order twin in plain_rules.py), or values
+    scg.jit's recording holds."""
     if _column_times_matrix(g, c, target):
-        return _column_product(g, c)
+        return effects.opaque(_column_product, g, c)
     return unbroadcast(g * c, target)
 
 

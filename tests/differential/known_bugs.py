@@ -37,31 +37,6 @@ KNOWN_BUGS = [
         lambda m: any(s.estimator in _COPYING_RUNS and (s.steps or any(
             s.name in t.refs for t in m.sites)) for s in m.sites),
         "test_jit_replays_a_measure_valued_site_upstream_of_another_site", checks=("jit",)),
-    KnownBug(
-        "jit-gamma-pathwise-last-bit",
-        "scg.jit's gradient through a pathwise Gamma site differs from eager's in the last "
-        "bit in about one call in six (recorded calls and replays alike); eager is "
-        "deterministic",
-        lambda m: any(s.family == "Gamma" and s.estimator in ("auto", "pathwise")
-                      for s in m.sites),
-        "test_jit_of_a_pathwise_gamma_site_is_bit_for_bit", checks=("jit",)),
-    KnownBug(
-        "jit-rebar-learning-last-bit",
-        "scg.jit's replays of a model with scg.REBAR(learn=True) (or RELAX) give a gradient "
-        "that differs from eager's in the last bit on some calls (seen with the site in a "
-        "plate, and downstream of another site)",
-        lambda m: any(s.estimator in ("rebar_learning", "relax") for s in m.sites),
-        "test_jit_of_rebar_learning_in_a_plate_is_bit_for_bit", checks=("jit",)),
-    KnownBug(
-        "jit-marginalized-one-hot-times-a-matrix-last-bits",
-        "scg.jit's replays of a model in which a marginalized OneHotCategorical value times a "
-        "theta-dependent matrix (z @ M) gives an observed Categorical's logits or probs, "
-        "beside a drawn site, give a gradient that differs from eager's by about 7 units in "
-        "the last place (above the 4 the tester allows); the value is bit for bit, and "
-        "eager is deterministic. It depends on OpenBLAS's kernels for the product: with "
-        "OPENBLAS_CORETYPE=Prescott the gradients agree",
-        lambda m: any(c.kind == "obs_categorical" for c in m.costs),
-        "test_jit_of_a_marginalized_one_hot_times_a_matrix", checks=("jit",)),
 ]
 
 
