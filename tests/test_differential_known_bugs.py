@@ -78,7 +78,6 @@ def test_rebar_learning_beside_a_disarm_site():
     assert np.all(np.isfinite(g)) and g.shape == want.shape
 
 
-@pytest.mark.xfail(strict=True, reason=_reason("jit-copies-upstream-of-a-site-never-replay"))
 def test_jit_replays_a_measure_valued_site_upstream_of_another_site():
     def model(theta):
         x = scg.sample("x", scg.Bernoulli(logits=theta[0]), estimator=scg.MeasureValued())

@@ -14,6 +14,8 @@ program other than eagerly (a recording for replay, see scg/jit/) must see them:
   and used by identity (a site's baseline state, which a user may replace: a checkpoint
   restored); a handler that repeats the call checks that it is still that object;
 - `generator(rng)`: a numpy Generator whose draws are the program's randomness;
+  `position(rng)` and `restore(rng, position)`: where it is in its stream, and back there
+  (to draw the same numbers again: copies of a run with common random numbers);
 - `asarray(x, dtype)`: a value as a plain array, below every transformation;
 - `read(x, why)`: a value as Python reads it (a test, an index, a numpy function without
   a rule), which a handler holding it may guard;
@@ -45,6 +47,7 @@ handlers it passed see it again, outermost first (`postprocess`). As in Pyro's m
 
 import numpy as np
 
+from .random_state import restore_position, save_position
 from .tape import THREAD, Tracer, strip
 
 
@@ -124,6 +127,17 @@ class Handler:
     def generator(self, rng):
         h = self.outer_values
         return rng if h is None else h.generator(rng)
+
+    def position(self, rng):
+        h = self.outer_values
+        return save_position(rng) if h is None else h.position(rng)
+
+    def restore(self, rng, position):
+        h = self.outer_values
+        if h is None:
+            restore_position(rng, position)
+        else:
+            h.restore(rng, position)
 
     def asarray(self, x, dtype):
         h = self.outer_values
@@ -271,6 +285,22 @@ def generator(rng):
     """The numpy Generator through which a program draws its randomness."""
     h = THREAD.values
     return rng if h is None else h.generator(rng)
+
+
+def position(rng):
+    """Where the Generator `rng` (as `generator(rng)` gave it) is in its stream: `restore`
+    puts it back there, to draw the same numbers again."""
+    h = THREAD.values
+    return save_position(rng) if h is None else h.position(rng)
+
+
+def restore(rng, position):
+    """Put the Generator `rng` back where `position(rng)` found it."""
+    h = THREAD.values
+    if h is None:
+        restore_position(rng, position)
+    else:
+        h.restore(rng, position)
 
 
 def asarray(x, dtype=None):

@@ -276,6 +276,19 @@ class _Recording(Handler):
     def generator(self, rng):
         return generator.wrap(rng, self)
 
+    def position(self, rng):
+        # (sources: a replay saves and restores the generator's position where the
+        # recorded call did, between the same draws)
+        if isinstance(rng, generator):
+            return self.apply(save_position, (State(rng._rng),), None, source=True)
+        return save_position(rng)
+
+    def restore(self, rng, position):
+        if isinstance(rng, generator):
+            self.apply(restore_position, (State(rng._rng), position), None, source=True)
+        else:
+            restore_position(rng, _concrete(position))
+
     def asarray(self, x, dtype):
         x = strip(x)
         if type(x) is Var:

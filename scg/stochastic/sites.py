@@ -430,10 +430,10 @@ class SiteDraw:
             n = self.n
             base = _rows(self.clone, slice(0, n), self.per_row) if self.per_row else self.clone
             return copies.tile(fn(base, self.rng, (n,) if not self.per_row else ()))
-        state = self.rng.bit_generator.state
+        start = effects.position(self.rng)  # (under scg.jit: recorded, as the draws are)
         parts = []
         for c in range(copies.count):
-            self.rng.bit_generator.state = state
+            effects.restore(self.rng, start)
             part = _rows(self.clone, slice(c * self.n, (c + 1) * self.n), self.per_row)
             parts.append(fn(part, self.rng, ()))
         return np.concatenate(parts, axis=0)

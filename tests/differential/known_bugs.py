@@ -21,23 +21,7 @@ class KnownBug:
     checks: tuple = ("first_order", "second_order", "jit")  # the checks it would fail
 
 
-# (estimators whose copies of the run are drawn with common random numbers downstream)
-_COPYING_RUNS = {"measure_valued", "measure_valued_uncoupled", "disarm", "rebar",
-                 "rebar_hot_small_scale", "rebar_learning", "relax", "unordered_set",
-                 "unordered_set_all", "enumerate"}
-
-
-KNOWN_BUGS = [
-    KnownBug(
-        "jit-copies-upstream-of-a-site-never-replay",
-        "scg.jit never replays a model in which a site whose estimator copies the run "
-        "(MeasureValued, DisARM, Enumerate, REBAR, RELAX, UnorderedSet) has a sample site "
-        "downstream: every call runs afresh ('a generator's state was saved and restored "
-        "during the call')",
-        lambda m: any(s.estimator in _COPYING_RUNS and (s.steps or any(
-            s.name in t.refs for t in m.sites)) for s in m.sites),
-        "test_jit_replays_a_measure_valued_site_upstream_of_another_site", checks=("jit",)),
-]
+KNOWN_BUGS = []  # (none open: each fixed one's minimal model stays as a regression test)
 
 
 def known_bugs(model, check=None):
