@@ -4,7 +4,8 @@ step and of ten coins), counted by valgrind's callgrind.
 Timing noise aside: each tree given runs in a fresh process under
 `valgrind --tool=callgrind --instr-atstart=no`; the process builds the workload's scg call
 from that tree's benchmarks/w3_discrete_vae.py, w4_hessian.py, w2_policy_gradient.py
-(`w2`: a step under scg.jit, batch 256) or estimators_bench.py (`coins`: ten coins under
+(`w2`: a step under scg.jit, batch 256; `w2-record`: a new scg.jit of that step
+called twice, its two recordings) or estimators_bench.py (`coins`: ten coins under
 scg.jit, the separable and the coupled cost with each estimator, one call of each per
 call) (PYTHONPATH=<tree>, so `import scg` is that tree's scg), makes --warmup calls (numba compilation, caches) with
 instrumentation off, turns it on with `callgrind_control -i on <pid>`, makes --calls calls,
@@ -33,7 +34,7 @@ import sys
 import tempfile
 import time
 
-DEFAULT_CALLS = {"w3": 5, "w4": 20, "w2": 50, "coins": 20}
+DEFAULT_CALLS = {"w3": 5, "w4": 20, "w2": 50, "w2-record": 4, "coins": 20}
 THREADS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
 
 
@@ -45,6 +46,8 @@ def build_call(tree, workload):
         return w.scg_runner(*w.make_problem())
     if workload == "w2":
         return _w2_step()
+    if workload == "w2-record":
+        return _w2_step(record=True)
     if workload == "coins":
         import estimators_bench as w
         calls = [run for cost in w.COSTS for run in w.scg_runners(cost, jit=True).values()]
@@ -53,24 +56,28 @@ def build_call(tree, workload):
     return w.scg_runner(100_000)
 
 
-def _w2_step():
-    """One training step of W2 (gradient and Adam) under scg.jit, replayed after warm-up."""
+def _w2_step(record=False):
+    """One training step of W2 (gradient and Adam) under scg.jit, replayed after warm-up;
+    with `record`, a call is a new scg.jit of the step called twice: its two recordings."""
     import scg
     import w2_policy_gradient as w
     model, _ = w.scg_model()
     vg = scg.value_and_grad(scg.expectation(model, n=256, seed=0))
     opt = scg.optim.Adam(w.LR)
 
-    @scg.jit
     def step(params, state):
         _, g = vg(params)
         return opt.update(g, state, params)
 
     params = scg.nn.init_mlp(0, w.SIZES)
     carry = [params, opt.init(params)]
+    jitted = [scg.jit(step)]
 
     def call():
-        carry[0], carry[1] = step(carry[0], carry[1])
+        if record:
+            jitted[0] = scg.jit(step)
+            jitted[0](*carry)
+        carry[0], carry[1] = jitted[0](carry[0], carry[1])
     return call
 
 
@@ -115,7 +122,7 @@ def run_child(tree, args):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--workload", choices=("w3", "w4", "w2", "coins"), required=True)
+    p.add_argument("--workload", choices=("w3", "w4", "w2", "w2-record", "coins"), required=True)
     p.add_argument("--calls", type=int, default=None)
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--trees", nargs="+", default=[])

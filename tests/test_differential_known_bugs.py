@@ -220,3 +220,24 @@ def test_jit_of_a_marginalized_one_hot_times_a_matrix():
         # the value bit for bit, the gradient 0.09656294... 7 units in the last place off)
         assert want[0] == got[0] and np.array_equal(want[1], got[1]), (want, got)
     assert jitted.stats["replays"] >= 1
+
+
+def test_jit_of_a_table_per_draw_indexed_by_a_draw_downstream_of_copies():
+    """A table that differs per draw (theta lifted to the rows of RELAX's copies) indexed by
+    a categorical draw: under scg.jit the draws (floats holding integers) became indices
+    only outside recordings, and the recorded call raised IndexError."""
+    def model(theta):
+        x1 = scg.sample("x1", scg.OneHotCategorical(logits=theta[0] * np.array([0.0, 1.0, -0.5])),
+                        estimator=scg.RELAX(lr=0.05))
+        k = scg.sample("k", scg.Categorical(logits=theta[0] * np.array([0.0, 1.0, -0.5])),
+                       estimator=scg.Score("loo"))
+        scg.cost("c", (theta[0] * np.array([1.0, -0.5, 2.0]))[k] ** 2)
+        scg.cost("d", 0.5 * (x1 @ np.array([0.0, 1.0, -0.5])) ** 2)
+
+    E1 = scg.expectation(model, n=16, seed=3)
+    E2 = scg.expectation(model, n=16, seed=3)
+    eager, jitted = scg.value_and_grad(E1), scg.jit(scg.value_and_grad(E2))
+    for _ in range(6):
+        (v1, g1), (v2, g2) = eager(THETA), jitted(THETA)
+        assert v1 == v2 and np.array_equal(g1, g2)
+    assert jitted.stats["replays"] >= 1, jitted.explain()

@@ -920,6 +920,8 @@ def _fill(template, arrays):
 def _as_index(a):
     """Draws of discrete distributions are floats holding integers: index with them.
     A float with a fractional part is refused (TracingError), never truncated."""
+    if effects.is_held(a):  # (under scg.jit: the conversion and its check, one operation)
+        return effects.opaque(_as_index, a) if a.dtype.kind == "f" else a
     if isinstance(a, np.ndarray) and a.dtype.kind == "f":
         with np.errstate(invalid="ignore"):  # (nan and inf are refused below)
             k = a.astype(np.intp)
