@@ -67,6 +67,12 @@ class Bernoulli(Distribution):
         """The values 0 and 1: shape (2,), or (2,) + batch_shape with `expand`."""
         return expanded_support(np.array([0.0, 1.0]), self.batch_shape, 0, expand)
 
+    def log_odds(self):
+        """log p(1) - log p(0): the logits as given, or log p - log(1 - p) from probs
+        (-inf at probs 0, inf at 1); traced in the parameters."""
+        from .relaxed import logits_of
+        return logits_of(self.params, True)
+
     def relaxed(self, temperature):
         """The binary concrete relaxation at `temperature` (scg.RelaxedBernoulli), of the
         same logits (from probs: log p - log(1 - p))."""
