@@ -546,7 +546,7 @@ def family_of(dist):
 
 def declares(dist, capability):
     """Does the family of `dist` declare `capability` ("enumerate_support", "relaxed",
-    "weak_derivative", "antithetic_noise"): does it define the method?"""
+    "weak_derivative", "antithetic_noise", "log_odds"): does it define the method?"""
     family = family_of(dist)
     own = getattr(type(family), capability, None)
     return own is not None and own is not getattr(Distribution, capability)
