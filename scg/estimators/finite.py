@@ -83,12 +83,12 @@ def plain_coin(d, who):
     EstimatorError naming the site if the logit is not finite (probs exactly 0 or 1)."""
     family = d.plain_family()
     where = f"site {d.name!r}: both values of the coin possible"
-    if declares(family, "log_odds"):
+    if declares(family, "log_odds"):  # (each check joins the other finiteness checks)
         logit = _plain_log_odds(family)
-        possible = effects.check(all_finite, logit, where)  # (joins the other such checks)
+        possible = effects.check(all_finite, logit, where)
     else:
         lp = plain_log_probs(d, who)
-        possible = effects.check(_finite, lp, where)
+        possible = effects.check(all_finite, lp, where)
     if not possible:
         raise EstimatorError(
             f"site {d.name!r}: {who} differentiates the coin's logit, log p(second value) - "
@@ -132,12 +132,10 @@ def _support_last(lp):
 
 
 def _normalized(lp):
-    with np.errstate(under="ignore"):
-        return bool(np.all(np.abs(np.sum(np.exp(lp), axis=-1) - 1.0) <= 1e-6))
-
-
-def _finite(lp):
-    return bool(np.all(np.isfinite(lp)))
+    # (exp of at least -700 never underflows, and values below that add nothing that
+    # counts at this tolerance: no np.errstate)
+    total = np.exp(np.maximum(lp, -700.0)).sum(axis=-1)
+    return bool((np.abs(total - 1.0) <= 1e-6).all())
 
 
 def _second(lp):
