@@ -82,23 +82,19 @@ def plain_coin(d, who):
     plain: from its declared log_odds, else from its log_prob of its two values;
     EstimatorError naming the site if the logit is not finite (probs exactly 0 or 1)."""
     family = d.plain_family()
-    where = f"site {d.name!r}: both values of the coin possible"
-    if declares(family, "log_odds"):  # (each check joins the other finiteness checks)
-        logit = _plain_log_odds(family)
-        possible = effects.check(all_finite, logit, where)
-    else:
-        lp = plain_log_probs(d, who)
-        possible = effects.check(all_finite, lp, where)
-    if not possible:
+    declared = declares(family, "log_odds")
+    # (the logit, or both log-probabilities: its check joins the other finiteness checks)
+    known = _plain_log_odds(family) if declared else plain_log_probs(d, who)
+    if not effects.check(all_finite, known, f"site {d.name!r}: both values of the coin "
+                         "possible"):
         raise EstimatorError(
             f"site {d.name!r}: {who} differentiates the coin's logit, log p(second value) - "
             "log p(first value), and one of them has probability 0 at some element. The "
             "derivative exists: scg.MeasureValued() gives it exactly at the boundary")
-    if declares(family, "log_odds"):
-        # (elementwise operations: recorded one by one, each as eager computes it)
-        p = R.sigmoid(logit)
+    if declared:  # (elementwise operations: recorded one by one, each as eager runs it)
+        p = R.sigmoid(known)
         return p, np.maximum(p, 1.0 - p)
-    return effects.opaque(_second, lp), effects.opaque(_larger, lp)
+    return effects.opaque(_second, known), effects.opaque(_larger, known)
 
 
 def traced_logit(site, ctx):
