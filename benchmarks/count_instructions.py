@@ -8,7 +8,9 @@ from that tree's benchmarks/w3_discrete_vae.py, w4_hessian.py, w2_policy_gradien
 called twice, its two recordings) or estimators_bench.py (`coins`: ten coins under
 scg.jit, the separable and the coupled cost with each estimator, one call of each per
 call; `--only disarm` or `--only disarm,score_loo`: those estimators only, by their names in
-estimators_bench.scg_runners) (PYTHONPATH=<tree>, so `import scg` is that tree's scg),
+estimators_bench.scg_runners; `finite` and `finite-eager`: one gradient of each case of
+FINITE below, estimators over a finite support, under scg.jit or not, `--only` naming
+cases) (PYTHONPATH=<tree>, so `import scg` is that tree's scg),
 makes --warmup calls (numba compilation, caches) with instrumentation off, turns it on
 with `callgrind_control -i on <pid>`, makes --calls calls, turns it off. The `totals:` Ir
 of callgrind's output (its `summary:` line reads 0 when instrumentation starts off),
@@ -25,6 +27,7 @@ Usage (trees are checkouts, e.g. `git worktree add --detach /tmp/tree_old <commi
     python benchmarks/count_instructions.py --workload w4 --calls 20 --rounds 2 --trees ...
     python benchmarks/count_instructions.py --workload w3 --native --rounds 5 --trees ...
     python benchmarks/count_instructions.py --workload coins --only disarm --calls 10 --trees ...
+    python benchmarks/count_instructions.py --workload finite --only arms4 --trees ...
 Not a test and not imported by the test suite.
 """
 
@@ -37,13 +40,14 @@ import sys
 import tempfile
 import time
 
-DEFAULT_CALLS = {"w3": 5, "w4": 20, "w2": 50, "w2-record": 4, "coins": 20}
+DEFAULT_CALLS = {"w3": 5, "w4": 20, "w2": 50, "w2-record": 4, "coins": 20, "finite": 20,
+                 "finite-eager": 5}
 THREADS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
 
 
 def build_call(tree, workload, only=None):
     """The workload's scg call, from the benchmark module of `tree` (`only`: the coins'
-    estimators to run, all when None)."""
+    estimators or the finite cases to run, all when None)."""
     sys.path[:0] = [tree, os.path.join(tree, "benchmarks")]
     if workload == "w3":
         import w3_discrete_vae as w
@@ -63,8 +67,59 @@ def build_call(tree, workload, only=None):
                                  f"the runners {', '.join(runners)}")
             calls += [run for name, run in runners.items() if only is None or name in only]
         return lambda: [call() for call in calls]
+    if workload in ("finite", "finite-eager"):
+        calls = [_finite_case(name, jit=workload == "finite") for name in only or FINITE]
+        return lambda: [call() for call in calls]
     import w4_hessian as w
     return w.scg_runner(100_000)
+
+
+FINITE = ("disarm", "disarm-probs", "arms4", "indecater", "unordered2",
+          "categorical-unordered2", "categorical-indecater")
+
+
+def _finite_case(name, jit):
+    """One gradient (n = 8) of a site over a finite support, under scg.jit (replayed after
+    warm-up) or not: ten coins (logits, or probs = sigmoid(logits) for disarm-probs; in a
+    plate of 10 for unordered2) with the cost sum (b - t)^2, or a Categorical of 4 values
+    in a plate of 5 with the cost (x - 1.3)^2. The same models for every tree: only
+    scg's public API (the tree's own estimators)."""
+    import numpy as np
+    import scg
+    if name not in FINITE:
+        raise SystemExit(f"--only {name}: the finite workload's cases are {', '.join(FINITE)}")
+    theta = np.array([-2.0, -1.3, -0.7, -0.3, 0.0, 0.2, 0.5, 0.9, 1.4, 2.1])
+    targets = np.array([0.1, 0.9, 0.3, 0.6, 0.2, 0.8, 0.4, 0.7, 0.05, 0.65])
+    estimator = {"disarm": lambda: scg.DisARM(), "disarm-probs": lambda: scg.DisARM(),
+                 "arms4": lambda: scg.ARMS(4), "indecater": lambda: scg.IndeCateR(),
+                 "unordered2": lambda: scg.UnorderedSet(2),
+                 "categorical-unordered2": lambda: scg.UnorderedSet(2),
+                 "categorical-indecater": lambda: scg.IndeCateR()}[name]()  # (as it has them)
+
+    def coins(th):
+        d = scg.Bernoulli(probs=scg.sigmoid(th)) if name == "disarm-probs" else \
+            scg.Bernoulli(logits=th)
+        if name == "unordered2":  # (a set per element of a plate)
+            with scg.plate("coins", 10):
+                return (scg.sample("b", d, estimator=estimator) - targets) ** 2
+        return np.sum((scg.sample("b", d.to_event(1), estimator=estimator) - targets) ** 2)
+
+    def categorical(th):
+        with scg.plate("points", 5):
+            return (scg.sample("x", scg.Categorical(logits=th), estimator=estimator) - 1.3) ** 2
+
+    if name.startswith("categorical"):
+        model, theta = categorical, np.linspace(-1.0, 1.0, 20).reshape(5, 4)
+    else:
+        model = coins
+    grad = scg.grad(scg.expectation(model, n=8, seed=2))
+    if jit:
+        grad = scg.jit(grad)
+        for _ in range(4):
+            grad(theta)
+        if not grad.stats["replays"]:
+            raise SystemExit(f"{name}: scg.jit did not replay: {grad.explain()}")
+    return lambda: grad(theta)
 
 
 def _w2_step(record=False):
@@ -141,7 +196,8 @@ def _run(command, env):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--workload", choices=("w3", "w4", "w2", "w2-record", "coins"), required=True)
+    p.add_argument("--workload", required=True, choices=("w3", "w4", "w2", "w2-record", "coins",
+                                                         "finite", "finite-eager"))
     p.add_argument("--calls", type=int, default=None)
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--trees", nargs="+", default=[])
@@ -149,14 +205,15 @@ def main():
     p.add_argument("--native", action="store_true", help="time without valgrind")
     p.add_argument("--out-dir", help="keep callgrind's output files there")
     p.add_argument("--only", type=lambda s: [x for x in s.split(",") if x],
-                   help="coins: these estimators only (comma-separated runner names)")
+                   help="coins, finite, finite-eager: these estimators or cases only "
+                        "(comma-separated names)")
     p.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--tree", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.calls is None:
         args.calls = DEFAULT_CALLS[args.workload]
-    if args.only and args.workload != "coins":
-        p.error("--only selects the estimators of the coins workload")
+    if args.only and args.workload not in ("coins", "finite", "finite-eager"):
+        p.error("--only selects the estimators of the coins workload or the finite cases")
     if args.inner:
         return inner(args)
     results = {tree: [] for tree in args.trees}
