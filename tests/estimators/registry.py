@@ -190,9 +190,6 @@ class HandWrittenLeaveOneOut(scg.estimators.Estimator):
         return scg.estimators.linear_term(ctx.log_prob(site), ctx.spread(q - others, site),
                                           1.0 / ctx.n)
 
-    def dice_log_prob(self, site, ctx):
-        self.unsupported_order(site)
-
 
 @dataclass(frozen=True)
 class Case:
