@@ -22,7 +22,7 @@ class KnownBug:
 
 
 # (estimators whose copies of the run are drawn with common random numbers downstream)
-_COPYING_RUNS = {"measure_valued", "measure_valued_uncoupled", "disarm", "rebar",
+_COPYING_RUNS = {"measure_valued", "measure_valued_uncoupled", "disarm", "arms", "rebar",
                  "rebar_hot_small_scale", "rebar_learning", "relax", "unordered_set",
                  "unordered_set_all", "enumerate"}
 
@@ -31,8 +31,8 @@ KNOWN_BUGS = [
     KnownBug(
         "jit-copies-upstream-of-a-site-never-replay",
         "scg.jit never replays a model in which a site whose estimator copies the run "
-        "(MeasureValued, DisARM, Enumerate, REBAR, RELAX, UnorderedSet) has a sample site "
-        "downstream: every call runs afresh ('a generator's state was saved and restored "
+        "(MeasureValued, DisARM, ARMS, Enumerate, REBAR, RELAX, UnorderedSet) has a sample "
+        "site downstream: every call runs afresh ('a generator's state was saved and restored "
         "during the call')",
         lambda m: any(s.estimator in _COPYING_RUNS and (s.steps or any(
             s.name in t.refs for t in m.sites)) for s in m.sites),

@@ -1,0 +1,127 @@
+"""Leave-one-out REINFORCE over k coupled draws of a site with a finite support, each pair
+of draws weighted by how much likelier the coupling makes it than independent draws would:
+the estimator of CARMS (Dimitriev and Zhou 2021) on the Metropolis coupling of
+metropolis_coupling.py. scg.ARMS(k) serves categoricals with it, and scg.DisARM() with
+k = 2; coins keep their own copula (arms.py, disarm.py).
+
+Per element, with f_i the sum of the costs downstream at the i-th draw z_i (per element
+inside a plate) and r_ij = p(z_i) p(z_j) / Q(z_i, z_j), Q the law of a pair of draws,
+
+    g = 1 / (k (k - 1)) sum_{i != j, z_i != z_j} r_ij (f_i - f_j) grad log p(z_i).
+
+Unbiased: a pair's term has expectation sum_{a != b} p_a p_b (F(a) - F(b)) grad log p_a,
+F(a) the mean cost at a (the other elements and the noise downstream independent of this
+element's draws), which is grad E[f] since sum_a p_a grad log p_a = 0; it needs Q(a, b) > 0
+for every pair of distinct values, which the coupling gives. Pairs of equal values cancel
+between (i, j) and (j, i), whatever their weight.
+"""
+
+import numpy as np
+
+from ..core import effects
+from ..distributions.base import family_of
+from ..numpy import rules as R
+from .enumerate import support_of
+from .finite import plain_log_probs, traced_log_prob_at
+from .metropolis_coupling import chain_draws, pair_weights
+from .score import require_seen_outcomes
+from .terms import linear_term
+
+
+class CoupledCategorical:
+    """The draws and the surrogate terms of k coupled draws of one site, for the estimator
+    `who` (an ARMS or DisARM object) that delegates its categorical sites here."""
+
+    def __init__(self, k, who):
+        self.k, self.who = k, who
+
+    def draw(self, d):
+        k, who = self.k, repr(self.who)
+        support = support_of(d.name, d.dist, who)
+        log_p = plain_log_probs(d, who)  # (*batch, S) or (rows, *batch, S)
+
+        def uniforms(dist, rng, shape):
+            return rng.random(size=tuple(shape) + tuple(family_of(dist).batch_shape) + (k,))
+
+        u = effects.asarray(d.draws(uniforms))  # (rows, *batch, k), shared by the copies
+        z = effects.opaque(_chain, log_p, u)  # (rows, *batch, k): the k draws' indices
+        index = d.copies.index(d.name)
+        d.aux["draws"] = z
+        d.aux["log_p"] = log_p
+        d.aux["index"] = index
+        d.aux["support"] = support
+        return effects.opaque(_values, z, index, support)
+
+    def after_draw(self, site, run):
+        require_seen_outcomes(site, run, repr(self.who))
+
+    def term(self, site, ctx):
+        if not ctx.has_downstream(site):
+            return None
+        k = self.k
+        f = ctx.own(site, ctx.q(site))
+        axis = ctx.own_axis(site)
+        zero = np.zeros_like(f[0])
+        # each draw's costs on the main copy's rows (the weights of copying sites upstream
+        # applied), where the draws of every copy are known
+        costs = tuple(ctx.to_batch(ctx.spread(np.stack([f[j]] + [zero] * (k - 1), axis=axis),
+                                              site), site) for j in range(k))
+        a = site.aux
+        weights = effects.opaque(_weights, a["log_p"], a["draws"], costs, a["index"])
+        total = None
+        for i in range(k):
+            value = effects.opaque(_copy_values, a["draws"], i, a["support"])
+            score = traced_log_prob_at(site, ctx, value)  # log p(z_i), (rows, *batch)
+            part = linear_term(score, effects.opaque(_column, weights, i), 1.0 / ctx.n)
+            total = part if total is None else R.add(total, part)
+        return total
+
+    def describe(self):
+        return (f"{self.k} draws coupled by a Metropolis chain (each a move away from the "
+                "last), leave-one-out REINFORCE with each pair weighted by p(a) p(b) / "
+                "P(pair = (a, b))")
+
+    def explain_terms(self, site, trace):
+        down = " + ".join(c.name for c in trace.downstream_costs(site)) or "no cost"
+        return [f"grad of {site.name}: 1 / (k (k - 1)) sum over draws i != j with z_i != z_j "
+                f"of p(z_i) p(z_j) / Q(z_i, z_j) (f_i - f_j) grad log p(z_i), k = {self.k}, "
+                f"Q the law of a pair of the chain's draws, f = {down}"]
+
+
+def _chain(log_p, u):
+    p = np.exp(log_p)
+    return chain_draws(p / np.sum(p, axis=-1, keepdims=True), u)
+
+
+def _values(z, index, support):
+    """Row r holds the draw of its copy, index[r]: the support's value there."""
+    index = np.asarray(index)
+    chosen = np.take_along_axis(z, index.reshape((-1,) + (1,) * (z.ndim - 1)), axis=-1)
+    return support[chosen[..., 0]]
+
+
+def _copy_values(z, i, support):
+    """The i-th draw on every row: the support's values, (rows, *batch, *event)."""
+    return support[z[..., i]]
+
+
+def _weights(log_p, z, costs, index):
+    """(rows, *batch, k): the weight of grad log p(z_i), 1 / (k (k - 1)) sum_j r_ij
+    (f_i - f_j), on the rows of the site's main copy (0 on its other copies, whose costs
+    are 0 there)."""
+    k = z.shape[-1]
+    rows = np.flatnonzero(np.asarray(index) == 0)
+    p = np.exp(log_p)
+    p = p / np.sum(p, axis=-1, keepdims=True)
+    if p.ndim == z.ndim:  # (per-row parameters)
+        p = p[rows]
+    zz = z[rows]
+    f = np.stack([np.broadcast_to(c, z.shape[:-1])[rows] for c in costs], axis=-1)
+    r = pair_weights(p, zz)  # (rows0, *batch, k, k)
+    out = np.zeros(z.shape, dtype=float)
+    out[rows] = np.sum(r * (f[..., :, None] - f[..., None, :]), axis=-1) / (k * (k - 1))
+    return out
+
+
+def _column(weights, i):
+    return weights[..., i]
