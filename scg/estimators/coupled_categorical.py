@@ -1,8 +1,11 @@
 """Leave-one-out REINFORCE over k coupled draws of a site with a finite support, each pair
 of draws weighted by how much likelier the coupling makes it than independent draws would:
-the estimator of CARMS (Dimitriev and Zhou 2021) on the Metropolis coupling of
-metropolis_coupling.py. scg.ARMS(k) serves categoricals with it, and scg.DisARM() with
-k = 2; coins keep their own copula (arms.py, disarm.py).
+the estimator of CARMS (Dimitriev and Zhou 2021), on couplings whose pair law is in closed
+form and never makes a pair of distinct values rarer than independent draws do (so every
+weight is at most 1): one Metropolis move for k = 2 (metropolis_pair.py), sampling without
+replacement within the levels of the law for k >= 3 (level_coupling.py). scg.ARMS(k)
+serves categoricals with it, and scg.DisARM() with k = 2; coins keep their own copula
+(arms.py, disarm.py).
 
 Per element, with f_i the sum of the costs downstream at the i-th draw z_i (per element
 inside a plate) and r_ij = p(z_i) p(z_j) / Q(z_i, z_j), Q the law of a pair of draws,
@@ -12,8 +15,10 @@ inside a plate) and r_ij = p(z_i) p(z_j) / Q(z_i, z_j), Q the law of a pair of d
 Unbiased: a pair's term has expectation sum_{a != b} p_a p_b (F(a) - F(b)) grad log p_a,
 F(a) the mean cost at a (the other elements and the noise downstream independent of this
 element's draws), which is grad E[f] since sum_a p_a grad log p_a = 0; it needs Q(a, b) > 0
-for every pair of distinct values, which the coupling gives. Pairs of equal values cancel
-between (i, j) and (j, i), whatever their weight.
+for every pair of distinct values, which the couplings give. Pairs of equal values cancel
+between (i, j) and (j, i), whatever their weight. g is symmetric in the draws, so its mean
+is the same under a uniformly random relabeling of them, under which every pair (i, j) has
+the same law Q: the couplings need not be exchangeable.
 """
 
 import numpy as np
@@ -23,7 +28,8 @@ from ..distributions.base import family_of
 from ..numpy import rules as R
 from .enumerate import support_of
 from .finite import plain_log_probs, traced_log_prob_at
-from .metropolis_coupling import chain_draws, pair_weights
+from .level_coupling import level_draws, level_pair_weights
+from .metropolis_pair import pair_draws, pair_weight
 from .score import require_seen_outcomes
 from .terms import linear_term
 
@@ -40,11 +46,13 @@ class CoupledCategorical:
         support = support_of(d.name, d.dist, who)
         log_p = plain_log_probs(d, who)  # (*batch, S) or (rows, *batch, S)
 
-        def uniforms(dist, rng, shape):
-            return rng.random(size=tuple(shape) + tuple(family_of(dist).batch_shape) + (k,))
+        width = 2 if k == 2 else 2 * k  # (the uniforms the coupling takes)
 
-        u = effects.asarray(d.draws(uniforms))  # (rows, *batch, k), shared by the copies
-        z = effects.opaque(_chain, log_p, u)  # (rows, *batch, k): the k draws' indices
+        def uniforms(dist, rng, shape):
+            return rng.random(size=tuple(shape) + tuple(family_of(dist).batch_shape) + (width,))
+
+        u = effects.asarray(d.draws(uniforms))  # (rows, *batch, width), shared by the copies
+        z = effects.opaque(_coupled, log_p, u, k)  # (rows, *batch, k): the draws' indices
         index = d.copies.index(d.name)
         d.aux["draws"] = z
         d.aux["log_p"] = log_p
@@ -77,20 +85,37 @@ class CoupledCategorical:
         return total
 
     def describe(self):
-        return (f"{self.k} draws coupled by a Metropolis chain (each a move away from the "
-                "last), leave-one-out REINFORCE with each pair weighted by p(a) p(b) / "
-                "P(pair = (a, b))")
+        how = ("a pair one Metropolis move apart" if self.k == 2 else
+               f"{self.k} draws without replacement within the levels of the law")
+        return (f"{how}, leave-one-out REINFORCE with each pair of distinct values weighted "
+                "by p(a) p(b) / P(pair = (a, b))")
 
     def explain_terms(self, site, trace):
         down = " + ".join(c.name for c in trace.downstream_costs(site)) or "no cost"
         return [f"grad of {site.name}: 1 / (k (k - 1)) sum over draws i != j with z_i != z_j "
                 f"of p(z_i) p(z_j) / Q(z_i, z_j) (f_i - f_j) grad log p(z_i), k = {self.k}, "
-                f"Q the law of a pair of the chain's draws, f = {down}"]
+                f"Q the law of a pair of the coupled draws, f = {down}"]
 
 
-def _chain(log_p, u):
+def _normalized(log_p):
     p = np.exp(log_p)
-    return chain_draws(p / np.sum(p, axis=-1, keepdims=True), u)
+    return p / np.sum(p, axis=-1, keepdims=True)
+
+
+def _coupled(log_p, u, k):
+    """The k coupled draws' indices (..., k) from the coupling's uniforms."""
+    p = _normalized(log_p)
+    return pair_draws(p, u) if k == 2 else level_draws(p, u[..., :k], u[..., k:])
+
+
+def _pair_weights(p, z):
+    """(..., k, k): p(z_i) p(z_j) / Q(z_i, z_j) where z_i != z_j, else 0."""
+    if z.shape[-1] > 2:
+        return level_pair_weights(p, z)
+    p_z = np.take_along_axis(np.broadcast_to(p, z.shape[:-1] + p.shape[-1:]), z, axis=-1)
+    r = np.where(z[..., 0] != z[..., 1], pair_weight(p_z[..., 0], p_z[..., 1]), 0.0)
+    zero = np.zeros_like(r)
+    return np.stack([np.stack([zero, r], axis=-1), np.stack([r, zero], axis=-1)], axis=-2)
 
 
 def _values(z, index, support):
@@ -111,13 +136,11 @@ def _weights(log_p, z, costs, index):
     are 0 there)."""
     k = z.shape[-1]
     rows = np.flatnonzero(np.asarray(index) == 0)
-    p = np.exp(log_p)
-    p = p / np.sum(p, axis=-1, keepdims=True)
+    p = _normalized(log_p)
     if p.ndim == z.ndim:  # (per-row parameters)
         p = p[rows]
-    zz = z[rows]
     f = np.stack([np.broadcast_to(c, z.shape[:-1])[rows] for c in costs], axis=-1)
-    r = pair_weights(p, zz)  # (rows0, *batch, k, k)
+    r = _pair_weights(p, z[rows])  # (main rows, *batch, k, k)
     out = np.zeros(z.shape, dtype=float)
     out[rows] = np.sum(r * (f[..., :, None] - f[..., None, :]), axis=-1) / (k * (k - 1))
     return out

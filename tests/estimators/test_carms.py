@@ -1,10 +1,11 @@
 """scg.ARMS(k) and scg.DisARM() on categorical sites (CARMS's pair-weighted leave-one-out
-over k draws coupled by a Metropolis chain). Unbiased against enumeration (logits, probs,
-one-hot, a plate, a user's own family, Binomial, per-draw parameters, copying sites
-upstream); the per-draw mean and variance equal the exact ones, enumerated over the
-chains' joint law with an independent dense computation; below leave-one-out REINFORCE
-with n = k draws at the same k evaluations (both exact) on the CARMS paper's toy model and
-a coupled cost; DisARM is ARMS(2) and its closed form; jit, compare, clear errors."""
+over k coupled draws: a Metropolis pair for k = 2, sampling without replacement within the
+levels of the law for k >= 3). Unbiased against enumeration (logits, probs, one-hot, a
+plate, a user's own family, Binomial, per-draw parameters, copying sites upstream); the
+per-draw mean and variance equal the exact ones, enumerated over the couplings' joint laws
+written from their definitions; below leave-one-out REINFORCE with n = k draws at the same
+k evaluations (both exact) on the CARMS paper's toy model and a coupled cost; DisARM is
+ARMS(2) and its closed form; jit, compare, clear errors."""
 
 import itertools
 
@@ -15,8 +16,8 @@ import scg
 from scg.distributions import constraints
 from scg.distributions.base import Distribution, broadcast_shape
 
+from .coupled_laws import coupled_law, metropolis_kernel, pair_law, pair_ratios
 from .exact import numeric_grad
-from .test_metropolis_coupling import kernel, pair_law
 
 TABLE = np.array([[1.0, -0.5, 2.0], [0.4, 1.5, -1.0]])
 THETA = np.array([[0.2, -0.4, 0.5], [0.9, -0.3, 0.1]])
@@ -58,29 +59,19 @@ def model_for(estimator, cost=None, family="logits"):
 
 
 # ---------------------------------------------------------------- exact references
-def chain_sequences(p, k):
-    """Every sequence of k values of one element's chain and its probability."""
-    seqs = np.array(list(itertools.product(range(len(p)), repeat=k)))
-    K = kernel(p)
-    prob = p[seqs[:, 0]] * np.prod(K[seqs[:, :-1], seqs[:, 1:]], axis=1)
-    return seqs, prob
-
-
 def arms_moments(th, k, cost):
     """The exact mean and per-coordinate variance of one draw's estimate of d E / d logits
     of scg.ARMS(k) at a Categorical(logits=th).to_event(1) site, by enumerating the
-    elements' independent chains (dense kernel powers for the pair law)."""
+    elements' independent coupled draws (their laws written from the couplings'
+    definitions, tests/estimators/coupled_laws.py)."""
     p = softmax(th)
     D, C = p.shape
-    per = [chain_sequences(p[d], k) for d in range(D)]
-    ratio = []
-    for d in range(D):
-        Q = pair_law(p[d], k)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            r = np.where(np.eye(C, dtype=bool), 0.0, np.outer(p[d], p[d]) / Q)
-        ratio.append(r)
+    per = [coupled_law(p[d], k) for d in range(D)]
+    ratio = [pair_ratios(p[d], pair_law(*per[d], C)) for d in range(D)]
     combos = np.array(list(itertools.product(*[range(len(seqs)) for seqs, _ in per])))
     weight = np.prod([per[d][1][combos[:, d]] for d in range(D)], axis=0)  # (N,)
+    keep = weight > 0
+    combos, weight = combos[keep], weight[keep]
     z = np.stack([per[d][0][combos[:, d]] for d in range(D)], axis=-1)  # (N, k, D)
     f = cost(z)  # (N, k)
     g = np.zeros((len(z), D, C))
@@ -197,7 +188,7 @@ def test_disarm_is_arms_2_and_its_closed_form():
     np.testing.assert_array_equal(a.samples, b.samples)
     p = softmax(THETA)
     D, C = p.shape
-    pairs = [p[d][:, None] * kernel(p[d]) for d in range(D)]
+    pairs = [p[d][:, None] * metropolis_kernel(p[d]) for d in range(D)]
     mean = np.zeros((D, C))
     second = np.zeros((D, C))
     for z in itertools.product(range(C), repeat=2 * D):
@@ -288,7 +279,7 @@ class Levels(Distribution):
 
 
 @pytest.mark.parametrize("estimator", [scg.ARMS(3), scg.DisARM()], ids=repr)
-def test_a_users_family_and_binomial(estimator):
+def test_a_users_family_binomial_and_multinomial(estimator):
     th = np.array([0.4, -0.3, 0.2])
 
     def users(th):
@@ -309,6 +300,19 @@ def test_a_users_family_and_binomial(estimator):
         return pmf @ (counts - 1.2) ** 2
     gs = scg.grad_samples(scg.expectation(binomial, n=40_000, seed=7))(0.3)
     assert abs((gs.mean - numeric_grad(binomial_value, 0.3)) / gs.stderr) < 5
+
+    weights = np.array([1.0, -0.5, 2.0])
+
+    def multinomial(th):  # (the support: the 6 count vectors of 2 draws among 3)
+        x = scg.sample("m", scg.Multinomial(2, logits=th), estimator=estimator)
+        return (x @ weights - 0.7) ** 2
+
+    def multinomial_value(th):
+        p = softmax(th)
+        return sum(p[a] * p[b] * (np.bincount([a, b], minlength=3) @ weights - 0.7) ** 2
+                   for a, b in itertools.product(range(3), repeat=2))
+    gs = scg.grad_samples(scg.expectation(multinomial, n=40_000, seed=8))(th)
+    assert np.all(np.abs((gs.mean - numeric_grad(multinomial_value, th)) / gs.stderr) < 5)
 
 
 def test_per_draw_parameters_and_copying_sites_upstream():
@@ -382,7 +386,8 @@ def test_errors_and_explain():
                                                  "probs.*exactly 0"):
         scg.grad(scg.expectation(zero_prob, n=4, seed=0))(0.3)
     text = scg.trace(model_for(scg.ARMS(3)), THETA, n=2).explain()
-    assert "Metropolis" in text and "3 evaluations of the model downstream per draw" in text
+    assert "levels of the law" in text and "3 evaluations of the model downstream per draw" \
+        in text
     assert "p(z_i) p(z_j) / Q(z_i, z_j)" in text
     text = scg.trace(model_for(scg.DisARM()), THETA, n=2).explain()
     assert "DisARM for a categorical" in text and "2 evaluations" in text
