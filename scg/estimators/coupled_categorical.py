@@ -27,7 +27,7 @@ from ..core import effects
 from ..distributions.base import family_of
 from ..numpy import rules as R
 from .enumerate import support_of
-from .finite import plain_log_probs, traced_log_prob_at
+from .finite import plain_log_probs, traced_family, traced_log_probs
 from .level_coupling import level_draws, level_pair_weights
 from .metropolis_pair import pair_draws, pair_weight
 from .score import require_seen_outcomes
@@ -52,7 +52,7 @@ class CoupledCategorical:
             return rng.random(size=tuple(shape) + tuple(family_of(dist).batch_shape) + (width,))
 
         u = effects.asarray(d.draws(uniforms))  # (rows, *batch, width), shared by the copies
-        z = effects.opaque(_coupled, log_p, u, k)  # (rows, *batch, k): the draws' indices
+        z = effects.opaque(_coupled, log_p, u, k, d.n)  # (rows, *batch, k): the draws
         index = d.copies.index(d.name)
         d.aux["draws"] = z
         d.aux["log_p"] = log_p
@@ -76,11 +76,21 @@ class CoupledCategorical:
                                               site), site) for j in range(k))
         a = site.aux
         weights = effects.opaque(_weights, a["log_p"], a["draws"], costs, a["index"])
+        # sum_i W_i grad log p(z_i): by the S values of the support when there are fewer of
+        # them than draws (the weight of value s the sum of W_i over the draws at s), else
+        # by the k draws (each log p(z_i) at its values, rows x batch)
+        if len(a["support"]) <= k:
+            scores = traced_log_probs(site, ctx)
+            parts = [(scores[s], effects.opaque(_at_value, weights, a["draws"], s))
+                     for s in range(len(scores))]
+        else:
+            family = traced_family(site, ctx)
+            parts = [(family.log_prob(effects.opaque(_copy_values, a["draws"], i,
+                                                     a["support"])),
+                      effects.opaque(_column, weights, i)) for i in range(k)]
         total = None
-        for i in range(k):
-            value = effects.opaque(_copy_values, a["draws"], i, a["support"])
-            score = traced_log_prob_at(site, ctx, value)  # log p(z_i), (rows, *batch)
-            part = linear_term(score, effects.opaque(_column, weights, i), 1.0 / ctx.n)
+        for score, weight in parts:
+            part = linear_term(score, weight, 1.0 / ctx.n)
             total = part if total is None else R.add(total, part)
         return total
 
@@ -102,9 +112,15 @@ def _normalized(log_p):
     return p / np.sum(p, axis=-1, keepdims=True)
 
 
-def _coupled(log_p, u, k):
-    """The k coupled draws' indices (..., k) from the coupling's uniforms."""
+def _coupled(log_p, u, k, n):
+    """The k coupled draws' indices (rows, *batch, k) from the coupling's uniforms."""
     p = _normalized(log_p)
+    if p.ndim < u.ndim and len(u) > n:
+        # (parameters shared by the rows: the uniforms, and so the draws, are the n draws'
+        # in every block of rows, as SiteDraw.draws tiles them)
+        first = _coupled(log_p, u[:n], k, n)
+        return np.reshape(np.broadcast_to(first, (len(u) // n,) + first.shape), u.shape[:-1]
+                          + (k,))
     return pair_draws(p, u) if k == 2 else level_draws(p, u[..., :k], u[..., k:])
 
 
@@ -148,3 +164,8 @@ def _weights(log_p, z, costs, index):
 
 def _column(weights, i):
     return weights[..., i]
+
+
+def _at_value(weights, z, s):
+    """The summed weight of the draws at the support's value s: (rows, *batch)."""
+    return np.sum(np.where(z == s, weights, 0.0), axis=-1)

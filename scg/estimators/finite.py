@@ -45,15 +45,17 @@ def traced_log_probs(site, ctx):
     inner = family_of(site.dist)
     support = support_of(site.name, site.dist, repr(site.estimator))
     shape = (ctx.trace.rows,) + tuple(inner.batch_shape) + support.shape[1:]
-    return [traced_log_prob_at(site, ctx, np.broadcast_to(v, shape)) for v in support]
+    traced = traced_family(site, ctx)
+    return [traced.log_prob(np.broadcast_to(v, shape)) for v in support]
 
 
-def traced_log_prob_at(site, ctx, value):
-    """The family's log p at plain values of physical shape (rows, *batch, *event), traced
-    in its parameters: (rows, *batch), the family's batch shape (to_event dims included)."""
+def traced_family(site, ctx):
+    """The site's family with its parameters traced, of physical shape (rows, *batch_shape,
+    *event part): its log_prob at plain values (rows, *batch, *event) is traced, (rows,
+    *batch) (the family's batch shape, to_event dims included)."""
     inner = family_of(site.dist)
     params = {k: (None if v is None else ctx.param(site, k)) for k, v in inner.params.items()}
-    return inner._rebuild(params).log_prob(value)
+    return inner._rebuild(params)
 
 
 def coin_values(name, dist, who):

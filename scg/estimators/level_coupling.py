@@ -46,18 +46,18 @@ def level_draws(p, u_level, u_value):
     level = 1 + np.minimum(np.sum(cdf[..., None, :] <= (u_level * cdf[..., -1:])[..., None],
                                   axis=-1), size - 1)
     ranks = np.zeros(shape + (k,), dtype=int)
-    values = np.arange(size)
     for i in range(k):
         same = level[..., :i] == level[..., i:i + 1]  # earlier draws of the same level
-        seen = np.sum(same, axis=-1)
-        cycle, taken_now = np.divmod(seen, level[..., i])
-        position = np.cumsum(same, axis=-1) - 1
-        this_round = same & (position // level[..., i:i + 1] == cycle[..., None])
-        taken = np.any(this_round[..., :, None]
-                       & (ranks[..., :i, None] == values), axis=-2)  # (..., size)
-        free = (values < level[..., i:i + 1]) & ~taken
-        pick = np.floor(u_value[..., i] * (level[..., i] - taken_now)).astype(int)
-        ranks[..., i] = np.argmax(np.cumsum(free, axis=-1) > pick[..., None], axis=-1)
+        round_, taken_now = np.divmod(np.sum(same, axis=-1), level[..., i])
+        this_round = same & ((np.cumsum(same, axis=-1) - 1) // level[..., i:i + 1]
+                             == round_[..., None])
+        # the pick-th value of the level that this round has not taken: step over the
+        # taken ranks in increasing order (at most k - 1 of them, whatever C is)
+        rank = np.floor(u_value[..., i] * (level[..., i] - taken_now)).astype(int)
+        taken = np.sort(np.where(this_round, ranks[..., :i], size), axis=-1)
+        for taken_rank in np.moveaxis(taken, -1, 0):
+            rank = rank + (taken_rank <= rank)
+        ranks[..., i] = rank
     return np.take_along_axis(order, ranks, axis=-1)
 
 
