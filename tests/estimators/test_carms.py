@@ -1,11 +1,11 @@
 """scg.ARMS(k) and scg.DisARM() on categorical sites (CARMS's pair-weighted leave-one-out
 over k coupled draws: a Metropolis pair for k = 2, sampling without replacement within the
 levels of the law for k >= 3). Unbiased against enumeration (logits, probs, one-hot, a
-plate, a user's own family, Binomial, per-draw parameters, copying sites upstream); the
-per-draw mean and variance equal the exact ones, enumerated over the couplings' joint laws
-written from their definitions; below leave-one-out REINFORCE with n = k draws at the same
-k evaluations (both exact) on the CARMS paper's toy model and a coupled cost; DisARM is
-ARMS(2) and its closed form; jit, compare, clear errors."""
+plate, a user's own family, Binomial, Multinomial, per-draw parameters, copying sites
+upstream); the per-draw mean and variance equal the exact ones, enumerated over the
+couplings' joint laws written from their definitions; below leave-one-out REINFORCE with
+n = k draws at the same k evaluations (both exact) on the CARMS paper's toy model and a
+coupled cost; DisARM is ARMS(2) and its closed form; jit, compare, clear errors."""
 
 import itertools
 
