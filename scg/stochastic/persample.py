@@ -31,6 +31,8 @@ class Deps:
     @staticmethod
     def merge(deps):
         deps = [d for d in deps if d is not None]
+        if len(deps) == 2:
+            return deps[0].joined(deps[1])
         if len(deps) == 1:
             return deps[0]
         if not deps:
@@ -38,6 +40,21 @@ class Deps:
         return Deps(frozenset().union(*[d.up for d in deps]),
                     frozenset().union(*[d.smooth for d in deps]),
                     frozenset().union(*[d.rough for d in deps]))
+
+    def joined(self, other):
+        """The dependencies of both: one of the two when it holds the other's (most
+        operations combine values of the same draws), else their union."""
+        if other is self or other is NO_DEPS:
+            return self
+        if self is NO_DEPS:
+            return other
+        up, other_up = self.up, other.up
+        if len(other_up) <= len(up):
+            if other_up <= up and other.smooth <= self.smooth and other.rough <= self.rough:
+                return self
+        elif up <= other_up and self.smooth <= other.smooth and self.rough <= other.rough:
+            return other
+        return Deps(up | other_up, self.smooth | other.smooth, self.rough | other.rough)
 
     def through(self, kind):
         """The dependencies after an operation of this primitive kind."""
@@ -186,13 +203,14 @@ class PerSample(Tracer):
 
     @staticmethod
     def process(prim, args, kwargs, level):
+        # (every per-draw operation: one pass over the arguments, and the result made
+        # without __init__'s defaults and shape lookup where they are known)
         rule = prim.batch
         if rule is None:
             raise TypeError(f"scg has no rule to evaluate '{prim.name}' on values that differ "
                             "between draws")
         if rule == "elementwise":
-            out = _elementwise(prim, args, kwargs, level)
-            inputs = [a for a in args if _is_ps(a, level)]
+            out, inputs = _elementwise(prim, args, kwargs, level)
         else:  # the rule sees arrays: the physical values and the logical shapes
             arrays, batched, inputs = [], [], []
             for a in args:
@@ -204,16 +222,48 @@ class PerSample(Tracer):
                     arrays.append(a)
                     batched.append(None)
             out = rule(prim, arrays, kwargs, batched)
-        deps = Deps.merge([a.deps for a in inputs]).through(prim.kind)
-        result = PerSample(out, level, deps)
-        for a in inputs:
-            if a.held or a.bent:  # (rare: an ELBO's log q(z), see zero_mean.py)
-                _follow_held(prim, args, inputs, result, level)
-                break
+        if len(inputs) == 1:
+            first = inputs[0]
+            deps = first.deps
+            follow = first.held or first.bent
+        else:
+            deps = inputs[0].deps.joined(inputs[1].deps) if len(inputs) == 2 else \
+                Deps.merge([a.deps for a in inputs])
+            follow = False
+            for a in inputs:
+                if a.held or a.bent:
+                    follow = True
+                    break
+        if prim.kind != "smooth":
+            deps = deps.through(prim.kind)
+        result = _made(out, level, deps)
+        if follow:  # (rare: an ELBO's log q(z), see zero_mean.py)
+            _follow_held(prim, args, inputs, result, level)
         on_op = RUNTIME.on_op
         if on_op is not None:
             on_op(prim, inputs, args, kwargs, result)
         return result
+
+
+_new_object = object.__new__
+_ndarray = np.ndarray
+
+
+def _made(value, level, deps):
+    """PerSample(value, level, deps), without the call of __init__ (every operation makes
+    one: this is its hot path)."""
+    result = _new_object(PerSample)
+    result.value = value
+    result.level = level
+    result.shape = value.shape[1:] if type(value) is _ndarray else R.shape(strip(value))[1:]
+    result.deps = deps
+    result.node = None
+    result.axes = ()
+    result.mixed = _NONE
+    result.law = None
+    result.version = 0
+    result.held = result.bent = _NONE
+    return result
 
 
 _NONE = frozenset()
@@ -257,14 +307,6 @@ def _is_ps(a, level):
     return type(a) is PerSample and a.level == level
 
 
-def _phys(a, level):
-    return a.value if _is_ps(a, level) else a
-
-
-def _lshape(a, level):
-    return a.shape if _is_ps(a, level) else R.shape(a)
-
-
 def lift(a, rank, level):
     """The physical value of a per-sample `a`, with logical rank raised to `rank` by
     inserting unit axes after the sample axis (so it broadcasts like its logical shape)."""
@@ -276,14 +318,29 @@ def lift(a, rank, level):
 
 
 def _elementwise(prim, args, kwargs, level):
+    """prim on the physical values, each per-draw one lifted to the rank of the widest
+    argument; and the per-draw arguments (of this level)."""
+    inputs = []
     rank = 0
     for a in args:
-        if a is not None:
-            rank = max(rank, len(_lshape(a, level)))
+        if type(a) is PerSample and a.level == level:
+            inputs.append(a)
+            r = len(a.shape)
+        elif a is None or type(a) in _NUMBERS:
+            continue
+        else:
+            r = len(R.shape(a))
+        if r > rank:
+            rank = r
     if rank == 0:  # scalars per draw: the physical values broadcast as they are
-        return prim(*[_phys(a, level) for a in args], **kwargs)
-    phys = [lift(a, rank, level) if _is_ps(a, level) else a for a in args]
-    return prim(*phys, **kwargs)
+        phys = [a.value if type(a) is PerSample and a.level == level else a for a in args]
+    else:
+        phys = [lift(a, rank, level) if type(a) is PerSample and a.level == level else a
+                for a in args]
+    return (prim(*phys, **kwargs) if kwargs else prim(*phys)), inputs
+
+
+_NUMBERS = (float, int, bool)
 
 
 # (Batching rules are given where their primitives are defined: `batch`, see "batching
