@@ -13,7 +13,7 @@ whether along a differentiable path ("smooth") or across a jump or black box
 import numpy as np
 
 from ..core import effects
-from ..core.tape import Tracer, strip
+from ..core.tape import Tracer, register_array_methods, strip
 from ..errors import TracingError
 from ..numpy import rules as R
 from ..numpy.dispatch import FUNCTIONS, array_function
@@ -244,6 +244,35 @@ class PerSample(Tracer):
             on_op(prim, inputs, args, kwargs, result)
         return result
 
+
+def _operator(prim, reflected=False):
+    """A Python operator of per-draw values (`x * 0.5`, `0.5 * x`, `x + y`): the
+    primitive's call without its dispatch when no operand is a tracer of a higher level."""
+    process = PerSample.process
+
+    def operator(self, other):
+        if isinstance(other, Tracer) and other.level > self.level:
+            return prim(other, self) if reflected else prim(self, other)
+        return process(prim, (other, self) if reflected else (self, other), {}, self.level)
+    return operator
+
+
+def _unary(prim):
+    process = PerSample.process
+
+    def operator(self):
+        return process(prim, (self,), {}, self.level)
+    return operator
+
+
+_OPERATORS = {"add": R.add, "sub": R.subtract, "mul": R.multiply, "truediv": R.divide,
+              "pow": R.power, "and": R.bitwise_and, "or": R.bitwise_or}
+register_array_methods(
+    {**{f"__{name}__": _operator(p) for name, p in _OPERATORS.items()},
+     **{f"__r{name}__": _operator(p, reflected=True) for name, p in _OPERATORS.items()},
+     "__lt__": _operator(R.less), "__le__": _operator(R.less_equal),
+     "__gt__": _operator(R.greater), "__ge__": _operator(R.greater_equal),
+     "__neg__": _unary(R.negative), "__invert__": _unary(R.invert)}, cls=PerSample)
 
 _new_object = object.__new__
 _ndarray = np.ndarray
