@@ -44,7 +44,8 @@ def build_call(tree, workload):
         import per_draw_ops as w
         return w.workload(workload.split("-")[0])
     if workload == "cartpole":
-        import cartpole as cp
+        sys.path.insert(0, os.path.join(tree, "examples"))  # (examples/cartpole.py, not
+        import cartpole as cp                                # the benchmark of that name)
         import scg
         params = scg.nn.init_mlp(0, cp.SIZES)
         E = scg.expectation(cp.cartpole, n=cp.EPISODES, seed=0)

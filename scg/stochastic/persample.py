@@ -23,46 +23,60 @@ from .runtime import RUNTIME, innermost_run
 class Deps:
     """The sample sites a value depends on: all of them, along smooth paths, across jumps."""
 
-    __slots__ = ("up", "smooth", "rough")
+    __slots__ = ("up", "smooth", "rough", "last", "passed")
 
     def __init__(self, up=frozenset(), smooth=frozenset(), rough=frozenset()):
         self.up, self.smooth, self.rough = up, smooth, rough
+        self.last = None  # (the last `joined`: the other Deps and the result)
+        self.passed = None  # (the last `through` a jump or a cut: the kind and the result)
 
     @staticmethod
     def merge(deps):
         deps = [d for d in deps if d is not None]
-        if len(deps) == 2:
-            return deps[0].joined(deps[1])
-        if len(deps) == 1:
-            return deps[0]
         if not deps:
             return NO_DEPS
-        return Deps(frozenset().union(*[d.up for d in deps]),
-                    frozenset().union(*[d.smooth for d in deps]),
-                    frozenset().union(*[d.rough for d in deps]))
+        out = deps[0]
+        for d in deps[1:]:
+            out = out.joined(d)
+        return out
 
     def joined(self, other):
         """The dependencies of both: one of the two when it holds the other's (most
-        operations combine values of the same draws), else their union."""
+        operations combine values of the same draws), else their union; the same pair
+        again, the same result (a loop's state depends on every step before: its sets
+        grow with the loop, and the values of one step combine the same few)."""
         if other is self or other is NO_DEPS:
             return self
         if self is NO_DEPS:
             return other
+        last = self.last
+        if last is not None and last[0] is other:
+            return last[1]
         up, other_up = self.up, other.up
-        if len(other_up) <= len(up):
-            if other_up <= up and other.smooth <= self.smooth and other.rough <= self.rough:
-                return self
-        elif up <= other_up and self.smooth <= other.smooth and self.rough <= other.rough:
-            return other
-        return Deps(up | other_up, self.smooth | other.smooth, self.rough | other.rough)
+        if len(other_up) <= len(up) and other_up <= up and other.smooth <= self.smooth \
+                and other.rough <= self.rough:
+            out = self
+        elif len(up) <= len(other_up) and up <= other_up and self.smooth <= other.smooth \
+                and self.rough <= other.rough:
+            out = other
+        else:
+            out = Deps(up | other_up, self.smooth | other.smooth, self.rough | other.rough)
+        self.last = (other, out)
+        other.last = (self, out)
+        return out
 
     def through(self, kind):
-        """The dependencies after an operation of this primitive kind."""
-        if kind == "jump":
-            return Deps(self.up, frozenset(), self.rough | self.smooth)
-        if kind == "cut":
-            return Deps(self.up, frozenset(), self.rough)
-        return self
+        """The dependencies after an operation of this primitive kind (the same object for
+        the same kind again)."""
+        if kind != "jump" and kind != "cut":
+            return self
+        passed = self.passed
+        if passed is not None and passed[0] == kind:
+            return passed[1]
+        out = Deps(self.up, frozenset(), self.rough | self.smooth if kind == "jump"
+                   else self.rough)
+        self.passed = (kind, out)
+        return out
 
 
 NO_DEPS = Deps()

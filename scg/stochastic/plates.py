@@ -18,6 +18,7 @@ of its axes and (p, s) is not mixed.
 import numpy as np
 
 from ..core.tape import Tracer
+from ..distributions.base import family_of
 from ..numpy import rules as R
 from .persample import Deps, PerSample
 
@@ -96,7 +97,6 @@ def label_draw(dist, level, open_plates, sites):
     """(axes, mixed) of a site's draw: each open plate along its dim of the batch shape;
     the labels of the parameters' batch axes broadcast to it (their event axes, which
     every element of the draw depends on, pass none on)."""
-    from ..distributions.base import family_of  # (the distributions sit below this layer)
     inner = family_of(dist)
     batch = tuple(inner.batch_shape)
     value_shape = tuple(dist.batch_shape) + tuple(dist.event_shape)
