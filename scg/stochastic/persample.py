@@ -68,8 +68,8 @@ class Deps:
     def through(self, kind):
         """The dependencies after an operation of this primitive kind (the same object for
         the same kind again)."""
-        if kind != "jump" and kind != "cut":
-            return self
+        if kind != "jump" and kind != "cut" or not self.smooth:
+            return self  # (no smooth path left to cut: the same sets)
         passed = self.passed
         if passed is not None and passed[0] == kind:
             return passed[1]
@@ -280,7 +280,7 @@ def _unary(prim):
 
 
 _OPERATORS = {"add": R.add, "sub": R.subtract, "mul": R.multiply, "truediv": R.divide,
-              "pow": R.power, "and": R.bitwise_and, "or": R.bitwise_or}
+              "pow": R.power, "matmul": R.matmul, "and": R.bitwise_and, "or": R.bitwise_or}
 register_array_methods(
     {**{f"__{name}__": _operator(p) for name, p in _OPERATORS.items()},
      **{f"__r{name}__": _operator(p, reflected=True) for name, p in _OPERATORS.items()},
