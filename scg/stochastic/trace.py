@@ -201,7 +201,7 @@ class Trace(effects.Handler):
         return self._graph
 
     def downstream_costs(self, site):
-        """The costs that depend on the site, in the order they were given."""
+        """The costs that depend on the site, in the order they were given (a tuple)."""
         index = self._downstream
         costs = self.cost_sites
         if index is None or index[0] is not costs or index[1] != len(costs):
@@ -211,8 +211,9 @@ class Trace(effects.Handler):
             for c in costs.values():
                 for s in c.deps.up:
                     by_site.setdefault(s, []).append(c)
+            by_site = {s: tuple(down) for s, down in by_site.items()}
             index = self._downstream = (costs, len(costs), by_site)
-        return list(index[2].get(site.name, ()))
+        return index[2].get(site.name, ())
 
     # ------------------------------------------------------------ validity
     def rough_sites(self):
