@@ -12,10 +12,11 @@ operations, each after one draw x ~ Normal(theta, 1) (score function) of n = 8 d
 
 Reported per operation: scg's time (a call of the expectation with the loop, less a call
 without it) and numpy's (the same loop on the physical (8, ...) arrays), medians of
-`--repeats` interleaved rounds. `workload(name)` gives the call that
+`--repeats` interleaved rounds; wall time, or with `--clock cpu` the process's CPU time
+(steadier on a shared host). `workload(name)` gives the call that
 benchmarks/count_instructions.py counts.
 
-Run: python benchmarks/per_draw_ops.py [--repeats 9]
+Run: python benchmarks/per_draw_ops.py [--repeats 9] [--clock cpu]
 """
 
 import argparse
@@ -79,20 +80,27 @@ def workload(kind):
     return lambda: E(0.1)
 
 
+CLOCK = {"wall": time.perf_counter, "cpu": time.process_time}
+clock = CLOCK["wall"]
+
+
 def per_call(fn, calls):
-    t0 = time.perf_counter()
+    t0 = clock()
     for _ in range(calls):
         fn()
-    return (time.perf_counter() - t0) / calls
+    return (clock() - t0) / calls
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=9)
     parser.add_argument("--calls", type=int, default=10)
+    parser.add_argument("--clock", choices=tuple(CLOCK), default="wall")
     args = parser.parse_args(argv)
-    print(f"per-draw operations on n = {N} draws: us per operation, medians of "
-          f"{args.repeats} interleaved rounds of {args.calls} calls")
+    global clock
+    clock = CLOCK[args.clock]
+    print(f"per-draw operations on n = {N} draws: us per operation ({args.clock} time), "
+          f"medians of {args.repeats} interleaved rounds of {args.calls} calls")
     print(f"{'loop':>9}{'ops':>6}{'scg':>9}{'numpy':>9}{'scg / numpy':>13}")
     for kind, ops in OPS.items():
         E = scg.expectation(_model(kind, True), n=N, seed=0)
