@@ -10,13 +10,15 @@ from that tree's benchmarks/w3_discrete_vae.py, w4_hessian.py, w2_policy_gradien
 (`w2`: a step under scg.jit, batch 256; `w2-record`: a new scg.jit of that step
 called twice, its two recordings) or estimators_bench.py (`coins`: ten coins under
 scg.jit, the separable and the coupled cost with each estimator, one call of each per
-call) (PYTHONPATH=<tree>, so `import scg` is that tree's scg), makes --warmup calls (numba compilation, caches) with
-instrumentation off, turns it on with `callgrind_control -i on <pid>`, makes --calls calls,
-turns it off. The `totals:` Ir of callgrind's output (its `summary:` line reads 0 when
-instrumentation starts off), divided by --calls, is printed. The fixed cost of the two
-toggles (a subprocess each) is part of the total: compare --calls K with 2K, or --calls 0,
-to see it. numpy/BLAS/numba run on one thread, PYTHONHASHSEED=0, and
-torch is never imported, so counts repeat to about one part per million.
+call; `--only disarm` or `--only disarm,score_loo`: those estimators only, by their names in
+estimators_bench.scg_runners) (PYTHONPATH=<tree>, so `import scg` is that tree's scg),
+makes --warmup calls (numba compilation, caches) with instrumentation off, turns it on
+with `callgrind_control -i on <pid>`, makes --calls calls, turns it off. The `totals:` Ir
+of callgrind's output (its `summary:` line reads 0 when instrumentation starts off),
+divided by --calls, is printed. The fixed cost of the two toggles (a subprocess each) is
+part of the total: compare --calls K with 2K, or --calls 0, to see it. numpy/BLAS/numba
+run on one thread, PYTHONHASHSEED=0, and torch is never imported, so counts repeat to
+about one part per million.
 
 With --native, the same calls are timed (time.perf_counter, no valgrind) instead, in fresh
 processes alternating over the trees --rounds times; the median per-call time per tree.
@@ -25,6 +27,7 @@ Usage (trees are checkouts, e.g. `git worktree add --detach /tmp/tree_old <commi
     python benchmarks/count_instructions.py --workload w3 --trees /tmp/tree_old /tmp/tree_new
     python benchmarks/count_instructions.py --workload w4 --calls 20 --rounds 2 --trees ...
     python benchmarks/count_instructions.py --workload w3 --native --rounds 5 --trees ...
+    python benchmarks/count_instructions.py --workload coins --only disarm --calls 10 --trees ...
 Not a test and not imported by the test suite.
 """
 
@@ -42,8 +45,9 @@ DEFAULT_CALLS = {"w3": 5, "w4": 20, "w2": 50, "w2-record": 4, "coins": 20, "chai
 THREADS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
 
 
-def build_call(tree, workload):
-    """The workload's scg call, from the benchmark module of `tree`."""
+def build_call(tree, workload, only=None):
+    """The workload's scg call, from the benchmark module of `tree` (`only`: the coins'
+    estimators to run, all when None)."""
     sys.path[:0] = [tree, os.path.join(tree, "benchmarks"), os.path.join(tree, "examples")]
     if workload in ("chain", "plated", "cartpole-ops"):
         import per_draw_ops as w
@@ -65,7 +69,14 @@ def build_call(tree, workload):
         return _w2_step(record=True)
     if workload == "coins":
         import estimators_bench as w
-        calls = [run for cost in w.COSTS for run in w.scg_runners(cost, jit=True).values()]
+        calls = []
+        for cost in w.COSTS:
+            runners = w.scg_runners(cost, jit=True)
+            unknown = sorted(set(only or ()) - set(runners))
+            if unknown:
+                raise SystemExit(f"--only {','.join(unknown)}: {tree}'s estimators_bench has "
+                                 f"the runners {', '.join(runners)}")
+            calls += [run for name, run in runners.items() if only is None or name in only]
         return lambda: [call() for call in calls]
     import w4_hessian as w
     return w.scg_runner(100_000)
@@ -97,7 +108,7 @@ def _w2_step(record=False):
 
 
 def inner(args):
-    call = build_call(args.tree, args.workload)
+    call = build_call(args.tree, args.workload, args.only)
     assert os.path.dirname(sys.modules["scg"].__file__).startswith(args.tree)
     for _ in range(args.warmup):
         call()
@@ -120,19 +131,27 @@ def run_child(tree, args):
                **{k: "1" for k in THREADS})
     child = [sys.executable, os.path.abspath(__file__), "--inner", "--tree",
              os.path.abspath(tree), "--workload", args.workload, "--calls", str(args.calls),
-             "--warmup", str(args.warmup)] + (["--native"] if args.native else [])
+             "--warmup", str(args.warmup)] + (["--native"] if args.native else []) + \
+        (["--only", ",".join(args.only)] if args.only else [])
     if args.native:
-        out = subprocess.run(child, env=env, check=True, capture_output=True, text=True)
+        out = _run(child, env)
         return float(re.search(r"SECONDS (\S+)", out.stdout).group(1)) / args.calls
     with tempfile.TemporaryDirectory() as tmp:
         out_file = os.path.join(args.out_dir or tmp, f"callgrind.{args.workload}."
                                 f"{os.path.basename(tree)}.{os.getpid()}.{time.time_ns()}")
-        subprocess.run(["valgrind", "--tool=callgrind", "--instr-atstart=no",
-                        f"--callgrind-out-file={out_file}"] + child,
-                       env=env, check=True, capture_output=True)
+        _run(["valgrind", "--tool=callgrind", "--instr-atstart=no",
+              f"--callgrind-out-file={out_file}"] + child, env)
         with open(out_file) as f:
             total = int(re.search(r"^totals: (\d+)", f.read(), re.M).group(1))
     return total / max(args.calls, 1)
+
+
+def _run(command, env):
+    """The child's completed process; its own error output when it fails."""
+    out = subprocess.run(command, env=env, capture_output=True, text=True)
+    if out.returncode:
+        raise SystemExit(f"the child failed ({out.returncode}):\n{out.stderr[-2000:]}")
+    return out
 
 
 def main():
@@ -144,11 +163,15 @@ def main():
     p.add_argument("--rounds", type=int, default=1)
     p.add_argument("--native", action="store_true", help="time without valgrind")
     p.add_argument("--out-dir", help="keep callgrind's output files there")
+    p.add_argument("--only", type=lambda s: [x for x in s.split(",") if x],
+                   help="coins: these estimators only (comma-separated runner names)")
     p.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--tree", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.calls is None:
         args.calls = DEFAULT_CALLS[args.workload]
+    if args.only and args.workload != "coins":
+        p.error("--only selects the estimators of the coins workload")
     if args.inner:
         return inner(args)
     results = {tree: [] for tree in args.trees}

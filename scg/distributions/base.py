@@ -48,6 +48,9 @@ class Distribution:
         if ("log_prob" in cls.__dict__ or "_sample" in cls.__dict__) and \
                 "finite_log_prob_of_draws" not in cls.__dict__:
             cls.finite_log_prob_of_draws = False  # (its own formulas: not promised here)
+        if ("log_prob" in cls.__dict__ or "enumerate_support" in cls.__dict__) and \
+                "log_odds" not in cls.__dict__:
+            cls.log_odds = Distribution.log_odds  # (its own law: the odds are not promised)
         if "log_prob" in cls.__dict__:
             cls.log_prob = _reuse_last(cls.__dict__["log_prob"])
         if "__init__" in cls.__dict__:
@@ -211,6 +214,15 @@ class Distribution:
         serves every family that declares it."""
         raise NotImplementedError(f"{type(self).__name__} declares no antithetic noise "
                                   "(antithetic_noise)")
+
+    def log_odds(self):
+        """A coin's log p(second value) - log p(first value) (its values in the order of
+        `enumerate_support`), traced in the parameters, broadcastable to batch_shape.
+        Declared by Bernoulli (its logits); DisARM and ARMS take a coin's probabilities
+        from it, and from `log_prob` of its two values when a coin does not declare it.
+        The promise is about the family's own log_prob and support: a subclass that
+        defines either of its own does not inherit it."""
+        raise NotImplementedError(f"{type(self).__name__} declares no log-odds (log_odds)")
 
     def path_caveat(self, draws):
         """None, or why a pathwise derivative from `draws` draws of this distribution (with
@@ -546,7 +558,7 @@ def family_of(dist):
 
 def declares(dist, capability):
     """Does the family of `dist` declare `capability` ("enumerate_support", "relaxed",
-    "weak_derivative", "antithetic_noise"): does it define the method?"""
+    "weak_derivative", "antithetic_noise", "log_odds"): does it define the method?"""
     family = family_of(dist)
     own = getattr(type(family), capability, None)
     return own is not None and own is not getattr(Distribution, capability)

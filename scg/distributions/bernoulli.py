@@ -3,12 +3,24 @@
 import numpy as np
 
 from ..core import effects
-from ..core.tape import strip
+from ..core.tape import Primitive, defvjp, strip
 from ..numpy import rules as R
 from . import constraints
 from ._util import ProbsBoundary, expanded_support, full, mask_outside, open_probs, plain
 from .base import Distribution, broadcast_shape
 from . import weak
+
+
+def _log_odds_of_probs(p):
+    with np.errstate(divide="ignore"):  # (-inf at 0, inf at 1, without numpy's warning)
+        return np.log(p) - np.log1p(-p)
+
+
+# one operation: scg.jit records (and replays) it as one call, eager calls it as is
+log_odds_of_probs = Primitive("log_odds_of_probs", _log_odds_of_probs,
+                              doc="log p - log(1 - p): a coin's logits from its probs.",
+                              batch=R.EW)
+defvjp(log_odds_of_probs, lambda g, ans, p: R.divide(g, R.multiply(p, R.subtract(1.0, p))))
 
 
 class Bernoulli(Distribution):
@@ -66,6 +78,11 @@ class Bernoulli(Distribution):
     def enumerate_support(self, expand=True):
         """The values 0 and 1: shape (2,), or (2,) + batch_shape with `expand`."""
         return expanded_support(np.array([0.0, 1.0]), self.batch_shape, 0, expand)
+
+    def log_odds(self):
+        """log p(1) - log p(0): the logits as given, or log p - log(1 - p) from probs
+        (-inf at probs 0, inf at 1); traced in the parameters."""
+        return self.logits if self.logits is not None else log_odds_of_probs(self.probs)
 
     def relaxed(self, temperature):
         """The binary concrete relaxation at `temperature` (scg.RelaxedBernoulli), of the
