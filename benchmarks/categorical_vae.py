@@ -18,6 +18,7 @@ same initial weights and minibatches on both sides, float64, one PyTorch thread.
 
     python benchmarks/categorical_vae.py                 # the default run (a few minutes)
     python benchmarks/categorical_vae.py --steps 3000 --calls 400 --repeats 7
+    python benchmarks/categorical_vae.py --time-only     # 3. alone (about a minute)
 
 Needs scikit-learn and PyTorch (pip install -e ".[bench]"); one BLAS thread.
 """
@@ -203,15 +204,48 @@ def elbo(params, data, draws=100, seed=123):
     return -E(params, data) / len(data)
 
 
-def main(steps=1500, calls=200, repeats=5, timed_steps=50, seed=0):
+def step_times(start, batches, trainer, repeats, timed_steps, seed):
+    """Seconds per training step of each estimator, scg.jit and torch, in interleaved
+    rounds of `timed_steps` steps from `start` (scg's recording made before)."""
+    times = {label: {"scg.jit": [], "torch": []} for label in ESTIMATORS}
+    steppers = {}
+    for label in ESTIMATORS:
+        step, opt, _ = scg_step(label, seed)
+        state = [start, opt.init(start)]
+        step(*state, batches[0])  # (the recording)
+        tp, tstep = trainer(label, start, seed)
+        steppers[label] = (step, state, tstep)
+    for _ in range(repeats):
+        for label, (step, state, tstep) in steppers.items():
+            t0 = time.perf_counter()
+            for x in batches[:timed_steps]:
+                state[:] = step(state[0], state[1], x)
+            times[label]["scg.jit"].append((time.perf_counter() - t0) / timed_steps)
+            t0 = time.perf_counter()
+            for x in batches[:timed_steps]:
+                tstep(x)
+            times[label]["torch"].append((time.perf_counter() - t0) / timed_steps)
+    return times
+
+
+def main(steps=1500, calls=200, repeats=5, timed_steps=50, seed=0, time_only=False):
     data = load_data()
     torch, trainer, torch_gradient, back = torch_side()
     order = np.random.default_rng(seed + 1)
-    batches = [data[order.choice(len(data), BATCH, replace=False)] for _ in range(steps)]
+    batches = [data[order.choice(len(data), BATCH, replace=False)]
+               for _ in range(timed_steps if time_only else steps)]
     start = init_params(seed)
     print(f"{len(data)} digits binarized at 8 of 16; {D} latents x {K} categories; MLP "
           f"{PIXELS}-{HIDDEN}-{D * K} and back; batch {BATCH}; Adam(1e-3); T = {TEMPERATURE}, "
           f"Gumbel-Rao k = {GR_K}; float64\n")
+    if time_only:
+        times = step_times(start, batches, trainer, repeats, timed_steps, seed)
+        print(f"{'estimator':<19}{'us/step jit':>13}{'torch':>8}{'ratio':>7}")
+        for label in ESTIMATORS:
+            js, tt = (statistics.median(times[label][k]) for k in ("scg.jit", "torch"))
+            print(f"{label:<19}{1e6 * js:>13.0f}{1e6 * tt:>8.0f}{js / tt:>7.2f}")
+        print(f"\n(time: median of {repeats} interleaved rounds of {timed_steps} steps)")
+        return None, times
 
     # 1. training: ELBO after `steps` steps, same start and minibatches
     trained, result = {}, {}
@@ -238,24 +272,7 @@ def main(steps=1500, calls=200, repeats=5, timed_steps=50, seed=0):
             result[label][f"var {where}"] = (s, t)
 
     # 3. time per step, interleaved rounds, medians
-    times = {label: {"scg.jit": [], "torch": []} for label in ESTIMATORS}
-    steppers = {}
-    for label in ESTIMATORS:
-        step, opt, _ = scg_step(label, seed)
-        state = [start, opt.init(start)]
-        step(*state, batches[0])  # (the recording)
-        tp, tstep = trainer(label, start, seed)
-        steppers[label] = (step, state, tstep)
-    for _ in range(repeats):
-        for label, (step, state, tstep) in steppers.items():
-            t0 = time.perf_counter()
-            for x in batches[:timed_steps]:
-                state[:] = step(state[0], state[1], x)
-            times[label]["scg.jit"].append((time.perf_counter() - t0) / timed_steps)
-            t0 = time.perf_counter()
-            for x in batches[:timed_steps]:
-                tstep(x)
-            times[label]["torch"].append((time.perf_counter() - t0) / timed_steps)
+    times = step_times(start, batches, trainer, repeats, timed_steps, seed)
 
     print(f"{'estimator':<19}{'ELBO scg':>10}{'torch':>9}{'diff':>7}"
           f"{'var(init) scg/torch':>21}{'var(trained) scg/torch':>24}"
@@ -282,5 +299,7 @@ if __name__ == "__main__":
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--timed-steps", type=int, default=50)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--time-only", action="store_true",
+                    help="only the time per step (3.), without training and variances")
     a = ap.parse_args()
-    main(a.steps, a.calls, a.repeats, a.timed_steps, a.seed)
+    main(a.steps, a.calls, a.repeats, a.timed_steps, a.seed, a.time_only)

@@ -1,5 +1,9 @@
-"""Instructions per call of an scg workload (W3, W4, or scg.jit's replays of W2's training
-step and of ten coins), counted by valgrind's callgrind.
+"""Instructions per call of the scg part of a workload, counted by valgrind's callgrind:
+W3 or W4; scg.jit's replays of W2's training step and of ten coins (w2, coins) and W2's
+recordings (w2-record); estimators over a finite support (finite, finite-eager); the
+per-draw loops of benchmarks/per_draw_ops.py (chain, plated, cartpole-ops); one eager
+CartPole update (cartpole: value_and_grad of examples/cartpole.py's expectation at a fixed
+policy, without scg.jit).
 
 Timing noise aside: each tree given runs in a fresh process under
 `valgrind --tool=callgrind --instr-atstart=no`; the process builds the workload's scg call
@@ -40,15 +44,26 @@ import sys
 import tempfile
 import time
 
-DEFAULT_CALLS = {"w3": 5, "w4": 20, "w2": 50, "w2-record": 4, "coins": 20, "finite": 20,
-                 "finite-eager": 5}
+DEFAULT_CALLS = {"w3": 5, "w4": 20, "w2": 50, "w2-record": 4, "coins": 20, "chain": 5,
+                 "plated": 5, "cartpole-ops": 5, "cartpole": 3, "finite": 20, "finite-eager": 5}
 THREADS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
 
 
 def build_call(tree, workload, only=None):
     """The workload's scg call, from the benchmark module of `tree` (`only`: the coins'
     estimators or the finite cases to run, all when None)."""
-    sys.path[:0] = [tree, os.path.join(tree, "benchmarks")]
+    sys.path[:0] = [tree, os.path.join(tree, "benchmarks"), os.path.join(tree, "examples")]
+    if workload in ("chain", "plated", "cartpole-ops"):
+        import per_draw_ops as w
+        return w.workload(workload.split("-")[0])
+    if workload == "cartpole":
+        sys.path.insert(0, os.path.join(tree, "examples"))  # (examples/cartpole.py, not
+        import cartpole as cp                                # the benchmark of that name)
+        import scg
+        params = scg.nn.init_mlp(0, cp.SIZES)
+        E = scg.expectation(cp.cartpole, n=cp.EPISODES, seed=0)
+        value_and_grad = scg.value_and_grad(E)
+        return lambda: value_and_grad(params)
     if workload == "w3":
         import w3_discrete_vae as w
         return w.scg_runner(*w.make_problem())
@@ -196,8 +211,7 @@ def _run(command, env):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--workload", required=True, choices=("w3", "w4", "w2", "w2-record", "coins",
-                                                         "finite", "finite-eager"))
+    p.add_argument("--workload", choices=tuple(DEFAULT_CALLS), required=True)
     p.add_argument("--calls", type=int, default=None)
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--trees", nargs="+", default=[])

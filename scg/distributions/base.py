@@ -77,7 +77,19 @@ class Distribution:
 
     def _rebuild(self, params):
         """The same family with other parameter values, not validated again."""
-        out = type(self)(**params, validate_args=False)
+        cls = type(self)
+        init = getattr(cls.__init__, "__wrapped__", None)  # (below `_naming_shapes`)
+        if init is None:
+            out = cls(**params, validate_args=False)
+        else:
+            # this distribution's own parameters, indexed, lifted or made plain: numbers, so
+            # the wrapper's check of each argument is skipped (every site rebuilds its family
+            # twice); shapes that do not broadcast still get its message
+            out = cls.__new__(cls)
+            try:
+                init(out, **params, validate_args=False)
+            except ParameterShapes:
+                out = cls(**params, validate_args=False)
         out._checked = self._checked  # (the same parameters, indexed, captured or plain)
         return out
 

@@ -20,7 +20,8 @@ family:
 - `soft_jacobian(y, mean_axis=None)`: plain, the derivative of `soft` at the scores whose
   image is y (y (1 - y), or diag(y) - y y^T: symmetric; averaged over axis 0), and `apply_jacobian(J, delta)`, traced,
   J delta: a straight-through estimator is one plain Jacobian per draw, applied to the
-  logits' derivative;
+  logits' derivative; `conditional_jacobian(b, v, T)`, plain, the mean of the Jacobians
+  at the conditional scores over T (Gumbel-Rao's; one numba pass for the categories);
 - `gap_offset(logits, b, gap)`: the smallest move of the scores after which they round
   to b with a margin of `gap` (the gapped straight-through estimator's perturbation);
 - `log_prob(y)`: the concrete log-density; `form`: the relaxed draw in words.
@@ -38,6 +39,7 @@ import numpy as np
 
 from ..core import effects
 from ..numpy import rules as R
+from ..kernels.relaxed import conditional_softmax_jacobian
 from . import constraints
 from .base import Distribution, broadcast_shape
 
@@ -78,6 +80,12 @@ class _Concrete(Distribution):
         if _is_plain(self.logits, noise):  # (numpy's own formula: the same bits every call)
             return self._plain_soft(scores)
         return self.soft(scores)
+
+    def conditional_jacobian(self, b, v, temperature):
+        """Plain, on plain logits: the mean over axis 0 of v (k uniform draws) of the
+        Jacobian of soft at the conditional scores given b, over T (Gumbel-Rao's)."""
+        y = self.soft(R.divide(self.conditional(b, v), temperature))
+        return R.divide(self.soft_jacobian(y, mean_axis=0), temperature)
 
 
 class RelaxedBernoulli(_Concrete):
@@ -223,7 +231,11 @@ class RelaxedOneHotCategorical(_Concrete):
 
     @staticmethod
     def apply_jacobian(jacobian, delta):
-        return R.sum_(R.multiply(jacobian, R.expand_dims(delta, -2)), axis=-1)
+        return R.squeeze(R.matmul(jacobian, R.expand_dims(delta, -1)), -1)
+
+    def conditional_jacobian(self, b, v, temperature):
+        # (one pass of a numba kernel: numpy's passes reduce over the short category axis)
+        return effects.opaque(conditional_softmax_jacobian, self.logits, b, v, temperature)
 
     def conditional(self, b, v, wrap=lambda x: x):
         """Gumbel scores z~ given that their argmax is b (plain one-hot), from uniforms v,

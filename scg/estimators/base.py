@@ -20,7 +20,9 @@ copies are combined), `term(site, ctx)` (its first-order terms), and for derivat
 higher order `dice_log_prob(site, ctx)` and `dice_term(site, ctx)`; `ctx` is the
 surrogate's `SurrogateContext`. `describe(site)` and `explain_terms(site, trace)` give its
 lines in `Trace.explain()`. Each method has a neutral default, so an estimator overrides
-only what it changes.
+only what it changes: a newcomer's estimator is `draw` and `term` (and `copies` if it
+evaluates the rest of the model more than once), and gives first derivatives; a second
+derivative through it raises until it says what its `dice_log_prob` is.
 """
 
 from ..errors import EstimatorError
@@ -107,7 +109,11 @@ class Estimator:
 
     def dice_log_prob(self, site, ctx):
         """The log-probability that the DiCE form puts in the magic box of every cost
-        downstream of the site, or None (derivatives of any order)."""
+        downstream of the site, or None (derivatives of any order). An estimator with a
+        first-order `term` that does not say what its higher orders are gets a clear
+        error here (`unsupported_order`): never a Hessian that leaves its terms out."""
+        if type(self).term is not Estimator.term:
+            self.unsupported_order(site)
         return None
 
     def dice_term(self, site, ctx):

@@ -2,8 +2,9 @@
 values, from the family's own `enumerate_support` and `log_prob` (never its name).
 
 UnorderedSet and IndeCateR take the log-probabilities of every value of the support;
-DisARM and ARMS serve a family of two values (a coin), the probability of the second
-value being the coin's p and log p(second) - log p(first) its logit. A coin that declares
+DisARM and ARMS serve a family of two values (a coin) by its own copula, the probability
+of the second value being the coin's p and log p(second) - log p(first) its logit, and
+other finite supports by coupled draws (coupled_categorical.py). A coin that declares
 that logit (`log_odds`, Bernoulli) gives both directly: a few elementwise operations of
 its parameters per call (under scg.jit, per replay) instead of its log_prob at every value.
 """
@@ -49,32 +50,33 @@ def traced_log_probs(site, ctx):
     """log p of each value of the support, traced in the parameters: a list of S arrays of
     physical shape (rows, *batch) (the family's batch shape, to_event dims included)."""
     inner = family_of(site.dist)
-    params = {k: (None if v is None else ctx.param(site, k)) for k, v in inner.params.items()}
-    traced = inner._rebuild(params)
     support = support_of(site.name, site.dist, repr(site.estimator))
-    event = support.shape[1:]
-    shape = (ctx.trace.rows,) + tuple(inner.batch_shape) + event
+    shape = (ctx.trace.rows,) + tuple(inner.batch_shape) + support.shape[1:]
+    traced = traced_family(site, ctx)
     return [traced.log_prob(np.broadcast_to(v, shape)) for v in support]
 
 
-def two_values(name, dist, who):
-    """The two values of a coin's support (shape (2,)), or EstimatorError naming the site:
-    the estimator serves families whose declared support has two values and no event
-    dimensions (Bernoulli, a user's own coin)."""
+def traced_family(site, ctx):
+    """The site's family with its parameters traced, of physical shape (rows, *batch_shape,
+    *event part): its log_prob at plain values (rows, *batch, *event) is traced, (rows,
+    *batch) (the family's batch shape, to_event dims included)."""
+    inner = family_of(site.dist)
+    params = {k: (None if v is None else ctx.param(site, k)) for k, v in inner.params.items()}
+    return inner._rebuild(params)
+
+
+def coin_values(name, dist, who):
+    """The two values of a coin's support (shape (2,): two values, no event dims, as
+    Bernoulli's), or None for another finite support (a categorical); EstimatorError naming
+    the site if the family declares no finite support (`enumerate_support`)."""
     if not declares(dist, "enumerate_support"):
         raise EstimatorError(
-            f"site {name!r}: {who} serves coins, families whose declared support "
-            f"(enumerate_support) has two values, as Bernoulli; not {family_name(dist)}, "
-            "which declares no finite support. Use 'auto', scg.Score('loo') or, with a "
-            "sampling path, scg.Pathwise()")
+            f"site {name!r}: {who} serves families with a finite support (enumerate_support): "
+            "coins such as Bernoulli, and Categorical, OneHotCategorical, Binomial or a "
+            f"user's own; not {family_name(dist)}, which declares none. Use 'auto', "
+            "scg.Score('loo') or, with a sampling path, scg.Pathwise()")
     support = support_of(name, dist, who)
-    if support.shape != (2,):
-        raise EstimatorError(
-            f"site {name!r}: {who} serves coins, families whose declared support has two "
-            f"values (as Bernoulli), not {family_name(dist)}, whose support has "
-            f"{support.shape[0]} value(s) of shape {support.shape[1:]}; use "
-            "scg.IndeCateR(), scg.UnorderedSet(k) or scg.Score('loo')")
-    return support
+    return support if support.shape == (2,) else None
 
 
 def plain_coin(d, who):

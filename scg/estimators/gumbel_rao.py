@@ -49,10 +49,11 @@ class GumbelRao(StraightThrough):
 
     def jacobian(self, d, relaxation, logits, b):
         plain = relaxation._rebuild({"logits": logits})  # (the conditional on plain logits)
-        v = np.stack([effects.asarray(d.draws(lambda dist, rng, shape: rng.random(
-            dist._extended_shape(shape)))) for _ in range(self.k)])  # (k, rows, ...)
-        y = relaxation.soft(plain.conditional(b, v) / self.temperature)
-        return relaxation.soft_jacobian(y, mean_axis=0) / self.temperature
+        # the k uniforms of each draw in one call, on a last axis (so that copies of the
+        # run share them as any draw), read as (k, rows, ...)
+        v = effects.asarray(d.draws(lambda dist, rng, shape: rng.random(
+            dist._extended_shape(shape) + (self.k,))))
+        return plain.conditional_jacobian(b, np.moveaxis(v, -1, 0), self.temperature)
 
     def describe(self, site):
         return (f"Gumbel-Rao at temperature {self.temperature:g} with k = {self.k}: exact "

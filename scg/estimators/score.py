@@ -20,12 +20,12 @@ from ..numpy import rules as R
 _FUSED_MIN = PARALLEL_MIN  # draws: below, the general term (its log-densities are cheap)
 
 
-def require_seen_outcomes(site, run):
+def require_seen_outcomes(site, run, who="the score-function estimator"):
     """Raise EstimatorError where the derivative in `probs` of a discrete family needs an
     outcome of probability exactly 0 (the family's `probs_boundary`): the score function
-    weighs the costs of the outcomes drawn, so it never sees that one (at p = 1 a coin's
-    f(0)), and gives a plausible wrong number (0 for a single coin) although the derivative
-    exists."""
+    (and `who`, an estimator built on it) weighs the costs of the outcomes drawn, so it
+    never sees that one (at p = 1 a coin's f(0)), and gives a plausible wrong number (0
+    for a single coin) although the derivative exists."""
     dist = family_of(site.dist)
     probs = dist.params.get("probs")
     boundary = getattr(type(dist), "probs_boundary", None)
@@ -36,7 +36,7 @@ def require_seen_outcomes(site, run):
                      "above 0"):
         return
     raise EstimatorError(
-        f"site {site.name!r}: the score-function estimator differentiates probs, which is "
+        f"site {site.name!r}: {who} differentiates probs, which is "
         f"{boundary.where}; an outcome of probability 0 is never drawn, so its cost never "
         "enters the estimate, but the derivative in probs needs it (d E / dp = f(1) - f(0) "
         f"for a coin). To get the derivative, {boundary.advice}")

@@ -945,11 +945,21 @@ def index(x, idx):
     """x[idx] for any index; traced index arrays (per-sample draws) become arguments of
     `gather`, so that the tracers that carry them see the call."""
     idx = tuple(_unbox(i) for i in idx) if isinstance(idx, tuple) else (_unbox(idx),)
-    if not any(isinstance(i, Tracer) for i in idx):
-        for i in idx:  # a float with a fractional part: say why it is refused and what works
-            if isinstance(i, (float, np.floating)) or (type(i) is np.ndarray
-                                                       and i.dtype.kind == "f"):
-                _as_index(np.asarray(i))
+    traced = floats = False
+    for i in idx:
+        if type(i) in _BASIC_INDEX:  # (x[..., 0], x[:, 1:]: the common indices)
+            continue
+        if isinstance(i, Tracer):
+            traced = True
+        elif isinstance(i, (float, np.floating)) or (type(i) is np.ndarray
+                                                     and i.dtype.kind == "f"):
+            floats = True
+    if not traced:
+        if floats:  # a float with a fractional part: say why it is refused and what works
+            for i in idx:
+                if isinstance(i, (float, np.floating)) or (type(i) is np.ndarray
+                                                           and i.dtype.kind == "f"):
+                    _as_index(np.asarray(i))
         return getitem(x, idx)
     template = tuple(SLOT if isinstance(i, Tracer) else i for i in idx)
     return gather(x, template, *[i for i in idx if isinstance(i, Tracer)])
@@ -1012,7 +1022,10 @@ def _move_to_front(axis, nd):
 def _batch_getitem(prim, args, kwargs, batched):
     x, index = args
     index = _expand_ellipsis(index, len(batched[0]))
-    _check_adjacent(index)
+    for i in index:
+        if type(i) not in _BASIC_INDEX:  # (integers, slices and new axes are never apart)
+            _check_adjacent(index)
+            break
     return getitem(x, (slice(None),) + index)
 
 

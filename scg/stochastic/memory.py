@@ -11,6 +11,8 @@ import math
 import os
 import tracemalloc
 
+from ..distributions.base import family_of
+
 # Arrays of a site's size that a gradient keeps alive at once (the draw, its parameters
 # lifted to the rows, the log-probability, the estimator's terms and their cotangents):
 # about 6 measured at rows = 10**6 (a chain of DisARM coins, a Categorical of 50 values).
@@ -68,7 +70,6 @@ def check_n(n):
 
 def site_size(dist):
     """The numbers a site keeps per row: its value's and its parameters' beyond them."""
-    from ..distributions.base import family_of  # (the distributions sit below this layer)
     shape = tuple(dist.batch_shape) + tuple(dist.event_shape)
     size = math.prod(shape)
     batch = math.prod(dist.batch_shape)

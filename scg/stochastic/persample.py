@@ -13,7 +13,7 @@ whether along a differentiable path ("smooth") or across a jump or black box
 import numpy as np
 
 from ..core import effects
-from ..core.tape import THREAD, Tracer, strip
+from ..core.tape import THREAD, Tracer, register_array_methods, strip
 from ..errors import TracingError
 from ..numpy import rules as R
 from ..numpy.dispatch import FUNCTIONS, array_function
@@ -23,29 +23,60 @@ from .runtime import innermost_run
 class Deps:
     """The sample sites a value depends on: all of them, along smooth paths, across jumps."""
 
-    __slots__ = ("up", "smooth", "rough")
+    __slots__ = ("up", "smooth", "rough", "last", "passed")
 
     def __init__(self, up=frozenset(), smooth=frozenset(), rough=frozenset()):
         self.up, self.smooth, self.rough = up, smooth, rough
+        self.last = None  # (the last `joined`: the other Deps and the result)
+        self.passed = None  # (the last `through` a jump or a cut: the kind and the result)
 
     @staticmethod
     def merge(deps):
         deps = [d for d in deps if d is not None]
-        if len(deps) == 1:
-            return deps[0]
         if not deps:
             return NO_DEPS
-        return Deps(frozenset().union(*[d.up for d in deps]),
-                    frozenset().union(*[d.smooth for d in deps]),
-                    frozenset().union(*[d.rough for d in deps]))
+        out = deps[0]
+        for d in deps[1:]:
+            out = out.joined(d)
+        return out
+
+    def joined(self, other):
+        """The dependencies of both: one of the two when it holds the other's (most
+        operations combine values of the same draws), else their union; the same pair
+        again, the same result (a loop's state depends on every step before: its sets
+        grow with the loop, and the values of one step combine the same few)."""
+        if other is self or other is NO_DEPS:
+            return self
+        if self is NO_DEPS:
+            return other
+        last = self.last
+        if last is not None and last[0] is other:
+            return last[1]
+        up, other_up = self.up, other.up
+        if len(other_up) <= len(up) and other_up <= up and other.smooth <= self.smooth \
+                and other.rough <= self.rough:
+            out = self
+        elif len(up) <= len(other_up) and up <= other_up and self.smooth <= other.smooth \
+                and self.rough <= other.rough:
+            out = other
+        else:
+            out = Deps(up | other_up, self.smooth | other.smooth, self.rough | other.rough)
+        self.last = (other, out)
+        other.last = (self, out)
+        return out
 
     def through(self, kind):
-        """The dependencies after an operation of this primitive kind."""
-        if kind == "jump":
-            return Deps(self.up, frozenset(), self.rough | self.smooth)
-        if kind == "cut":
-            return Deps(self.up, frozenset(), self.rough)
-        return self
+        """The dependencies after an operation of this primitive kind (the same object for
+        the same kind again)."""
+        if kind != "jump" and kind != "cut" or not self.smooth:
+            return self  # (no smooth path left to cut: the same sets)
+        passed = self.passed
+        if passed is not None and passed[0] == kind:
+            return passed[1]
+        out = Deps(self.up, frozenset(), self.rough | self.smooth if kind == "jump"
+                   else self.rough)
+        self.passed = (kind, out)
+        return out
 
 
 NO_DEPS = Deps()
@@ -186,13 +217,14 @@ class PerSample(Tracer):
 
     @staticmethod
     def process(prim, args, kwargs, level):
+        # (every per-draw operation: one pass over the arguments, and the result made
+        # without __init__'s defaults and shape lookup where they are known)
         rule = prim.batch
         if rule is None:
             raise TypeError(f"scg has no rule to evaluate '{prim.name}' on values that differ "
                             "between draws")
         if rule == "elementwise":
-            out = _elementwise(prim, args, kwargs, level)
-            inputs = [a for a in args if _is_ps(a, level)]
+            out, inputs = _elementwise(prim, args, kwargs, level)
         else:  # the rule sees arrays: the physical values and the logical shapes
             arrays, batched, inputs = [], [], []
             for a in args:
@@ -204,16 +236,77 @@ class PerSample(Tracer):
                     arrays.append(a)
                     batched.append(None)
             out = rule(prim, arrays, kwargs, batched)
-        deps = Deps.merge([a.deps for a in inputs]).through(prim.kind)
-        result = PerSample(out, level, deps)
-        for a in inputs:
-            if a.held or a.bent:  # (rare: an ELBO's log q(z), see zero_mean.py)
-                _follow_held(prim, args, inputs, result, level)
-                break
+        if len(inputs) == 1:
+            first = inputs[0]
+            deps = first.deps
+            follow = first.held or first.bent
+        else:
+            deps = inputs[0].deps.joined(inputs[1].deps) if len(inputs) == 2 else \
+                Deps.merge([a.deps for a in inputs])
+            follow = False
+            for a in inputs:
+                if a.held or a.bent:
+                    follow = True
+                    break
+        if prim.kind != "smooth":
+            deps = deps.through(prim.kind)
+        result = _made(out, level, deps)
+        if follow:  # (rare: an ELBO's log q(z), see zero_mean.py)
+            _follow_held(prim, args, inputs, result, level)
         ops = THREAD.ops  # (effects.operation, inlined: every per-draw operation)
         if ops is not None:
             ops.operation(prim, inputs, args, kwargs, result)
         return result
+
+
+def _operator(prim, reflected=False):
+    """A Python operator of per-draw values (`x * 0.5`, `0.5 * x`, `x + y`): the
+    primitive's call without its dispatch when no operand is a tracer of a higher level."""
+    process = PerSample.process
+
+    def operator(self, other):
+        if isinstance(other, Tracer) and other.level > self.level:
+            return prim(other, self) if reflected else prim(self, other)
+        return process(prim, (other, self) if reflected else (self, other), {}, self.level)
+    return operator
+
+
+def _unary(prim):
+    process = PerSample.process
+
+    def operator(self):
+        return process(prim, (self,), {}, self.level)
+    return operator
+
+
+_OPERATORS = {"add": R.add, "sub": R.subtract, "mul": R.multiply, "truediv": R.divide,
+              "pow": R.power, "matmul": R.matmul, "and": R.bitwise_and, "or": R.bitwise_or}
+register_array_methods(
+    {**{f"__{name}__": _operator(p) for name, p in _OPERATORS.items()},
+     **{f"__r{name}__": _operator(p, reflected=True) for name, p in _OPERATORS.items()},
+     "__lt__": _operator(R.less), "__le__": _operator(R.less_equal),
+     "__gt__": _operator(R.greater), "__ge__": _operator(R.greater_equal),
+     "__neg__": _unary(R.negative), "__invert__": _unary(R.invert)}, cls=PerSample)
+
+_new_object = object.__new__
+_ndarray = np.ndarray
+
+
+def _made(value, level, deps):
+    """PerSample(value, level, deps), without the call of __init__ (every operation makes
+    one: this is its hot path)."""
+    result = _new_object(PerSample)
+    result.value = value
+    result.level = level
+    result.shape = value.shape[1:] if type(value) is _ndarray else R.shape(strip(value))[1:]
+    result.deps = deps
+    result.node = None
+    result.axes = ()
+    result.mixed = _NONE
+    result.law = None
+    result.version = 0
+    result.held = result.bent = _NONE
+    return result
 
 
 _NONE = frozenset()
@@ -257,14 +350,6 @@ def _is_ps(a, level):
     return type(a) is PerSample and a.level == level
 
 
-def _phys(a, level):
-    return a.value if _is_ps(a, level) else a
-
-
-def _lshape(a, level):
-    return a.shape if _is_ps(a, level) else R.shape(a)
-
-
 def lift(a, rank, level):
     """The physical value of a per-sample `a`, with logical rank raised to `rank` by
     inserting unit axes after the sample axis (so it broadcasts like its logical shape)."""
@@ -276,14 +361,29 @@ def lift(a, rank, level):
 
 
 def _elementwise(prim, args, kwargs, level):
+    """prim on the physical values, each per-draw one lifted to the rank of the widest
+    argument; and the per-draw arguments (of this level)."""
+    inputs = []
     rank = 0
     for a in args:
-        if a is not None:
-            rank = max(rank, len(_lshape(a, level)))
+        if type(a) is PerSample and a.level == level:
+            inputs.append(a)
+            r = len(a.shape)
+        elif a is None or type(a) in _NUMBERS:
+            continue
+        else:
+            r = len(R.shape(a))
+        if r > rank:
+            rank = r
     if rank == 0:  # scalars per draw: the physical values broadcast as they are
-        return prim(*[_phys(a, level) for a in args], **kwargs)
-    phys = [lift(a, rank, level) if _is_ps(a, level) else a for a in args]
-    return prim(*phys, **kwargs)
+        phys = [a.value if type(a) is PerSample and a.level == level else a for a in args]
+    else:
+        phys = [lift(a, rank, level) if type(a) is PerSample and a.level == level else a
+                for a in args]
+    return (prim(*phys, **kwargs) if kwargs else prim(*phys)), inputs
+
+
+_NUMBERS = (float, int, bool)
 
 
 # (Batching rules are given where their primitives are defined: `batch`, see "batching

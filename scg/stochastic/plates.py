@@ -18,10 +18,12 @@ of its axes and (p, s) is not mixed.
 import numpy as np
 
 from ..core.tape import Tracer
+from ..distributions.base import family_of
 from ..numpy import rules as R
 from .persample import Deps, PerSample
 
 NO_LABEL = R.NO_LABEL
+_ELEMENTWISE = R.axes_rule(R.add)  # (the label rule of every elementwise primitive)
 _ARRAYS = (np.ndarray, np.generic, int, float, Tracer)
 
 
@@ -57,12 +59,26 @@ def _settle(out, inputs, sites, shape):
 def label_op(prim, args, kwargs, inputs, level, result, sites):
     """Set the labels of `result`, computed by `prim` from `args` (its per-draw `inputs`
     at this level)."""
-    if not any(a.axes for a in inputs):
-        mixed = frozenset().union(*[a.mixed for a in inputs])
+    axes = labelled = None
+    mixed = NO_LABEL
+    for a in inputs:
+        if a.axes:
+            if labelled is None:
+                axes, labelled = a.axes, a
+            elif a.axes != axes:
+                labelled = False  # (inputs with different labels: the rule decides)
+        if a.mixed:
+            mixed = mixed | a.mixed
+    if labelled is None:
         if mixed:
             result.mixed = mixed
         return
     rule = R.axes_rule(prim)
+    if labelled is not False and rule is _ELEMENTWISE and result.shape == labelled.shape:
+        # (the common case, settled as `_settle` would: an elementwise operation whose
+        # labelled inputs have the result's shape and the same labels keeps them all)
+        result.axes, result.mixed = axes, mixed
+        return
     out = None
     if rule is not None:
         labels, shapes = [], []
@@ -81,7 +97,6 @@ def label_draw(dist, level, open_plates, sites):
     """(axes, mixed) of a site's draw: each open plate along its dim of the batch shape;
     the labels of the parameters' batch axes broadcast to it (their event axes, which
     every element of the draw depends on, pass none on)."""
-    from ..distributions.base import family_of  # (the distributions sit below this layer)
     inner = family_of(dist)
     batch = tuple(inner.batch_shape)
     value_shape = tuple(dist.batch_shape) + tuple(dist.event_shape)

@@ -130,10 +130,14 @@ class SurrogateContext:
         copies, grid = self.copies, self.grid
         down = self._summed(site) if copies else ()
         total = None  # (the first term as it is: no copy of n numbers for one cost)
+        costs = self.costs
         for c in self.trace.downstream_costs(site):
-            value, plates = self.costs[c.name]
-            value = self._weighted(c, strip(value), plates, down, plain=True)
-            value = grid.onto(value, plates, _shared(site.plates, c.plates_for(site.name)))
+            value, plates = costs[c.name]
+            value = strip(value)
+            if copies:
+                value = self._weighted(c, value, plates, down, plain=True)
+            if plates:  # (a cost outside every plate is on the grid as it is)
+                value = grid.onto(value, plates, _shared(site.plates, c.plates_for(site.name)))
             total = value if total is None else total + value
         # (the layout of the site's log-probability, without computing it: an estimator
         # whose copies hold values outside the support asks for q too)

@@ -81,6 +81,7 @@ class Trace(effects.Handler):
         self._graph = nx.DiGraph() if record else None
         self._param_names = param_names or {}
         self._ops = 0
+        self._downstream = None  # (the costs, their count, site name -> its costs)
 
     # ------------------------------------------------------------ recording
     def check_new_name(self, name):
@@ -201,7 +202,19 @@ class Trace(effects.Handler):
         return self._graph
 
     def downstream_costs(self, site):
-        return [c for c in self.cost_sites.values() if site.name in c.deps.up]
+        """The costs that depend on the site, in the order they were given (a tuple)."""
+        index = self._downstream
+        costs = self.cost_sites
+        if index is None or index[0] is not costs or index[1] != len(costs):
+            # (one pass over the costs for every site: a loop of T steps asks for the
+            # costs downstream of each of its T sites)
+            by_site = {}
+            for c in costs.values():
+                for s in c.deps.up:
+                    by_site.setdefault(s, []).append(c)
+            by_site = {s: tuple(down) for s, down in by_site.items()}
+            index = self._downstream = (costs, len(costs), by_site)
+        return index[2].get(site.name, ())
 
     # ------------------------------------------------------------ validity
     def rough_sites(self):

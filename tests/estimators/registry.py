@@ -190,9 +190,6 @@ class HandWrittenLeaveOneOut(scg.estimators.Estimator):
         return scg.estimators.linear_term(ctx.log_prob(site), ctx.spread(q - others, site),
                                           1.0 / ctx.n)
 
-    def dice_log_prob(self, site, ctx):
-        self.unsupported_order(site)
-
 
 @dataclass(frozen=True)
 class Case:
@@ -237,8 +234,8 @@ ESTIMATORS = [
     Case("measure_valued", lambda: scg.MeasureValued(), ("normal", "coins", "choice")),
     Case("measure_valued_uncoupled", lambda: scg.MeasureValued(coupled=False),
          ("normal", "coins")),
-    Case("disarm", lambda: scg.DisARM(), ("coins",)),
-    Case("arms", lambda: scg.ARMS(3), ("coins",)),
+    Case("disarm", lambda: scg.DisARM(), ("coins", "choice")),
+    Case("arms", lambda: scg.ARMS(3), ("coins", "choice")),
     Case("indecater", lambda: scg.IndeCateR(), ("coins", "choice")),
     Case("rebar", lambda: scg.REBAR(temperature=0.5, scale=1.0, learn=False),
          ("coins", "choice")),

@@ -1,4 +1,5 @@
-"""scg.DisARM(): unbiased against enumeration, with the variance of DisARM written by hand."""
+"""scg.DisARM() on coins: unbiased against enumeration, with the variance of DisARM written
+by hand. Categorical sites: test_carms.py."""
 
 import itertools
 
@@ -102,7 +103,7 @@ def test_errors_and_explain():
     def normal(mu):
         return scg.sample("x", scg.Normal(mu, 1.0), estimator=scg.DisARM())
 
-    with pytest.raises(scg.EstimatorError, match="serves coins.*not Normal"):
+    with pytest.raises(scg.EstimatorError, match="site 'x'.*finite support.*not Normal"):
         scg.expectation(normal, n=2)(0.0)
     E = scg.expectation(model_for(False), n=4, seed=0)
     with pytest.raises(scg.EstimatorError, match="first derivatives only"):
