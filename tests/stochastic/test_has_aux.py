@@ -1,9 +1,12 @@
 """has_aux=True: a model that returns (cost, aux), as in JAX."""
 
+import threading
+
 import numpy as np
 import pytest
 
 import scg
+from scg.core.tape import Primitive, defvjp
 
 
 def model(mu):
@@ -49,3 +52,35 @@ def test_clear_errors():
         scg.value_and_grad(lambda x: x ** 2, has_aux=True)
     with pytest.raises(TypeError, match="has_aux must be True or False"):
         scg.expectation(model, has_aux="yes")
+
+
+def test_the_aux_of_a_gradient_call_is_its_own_while_another_thread_calls():
+    """The aux comes back from the call itself: a call in another thread that ends while
+    this one is in its backward pass does not swap it."""
+    in_backward, release = threading.Event(), threading.Event()
+
+    def hold_then_pass(g, ans, x):
+        in_backward.set()
+        release.wait(10)
+        return g
+
+    gate = Primitive("hold_in_backward", lambda x: x)
+    defvjp(gate, hold_then_pass)
+    holding = {"on": True}
+
+    def model(theta, tag):
+        x = scg.sample("x", scg.Normal(theta, 1.0))
+        t = gate(theta) if holding["on"] else theta
+        return (x - t) ** 2, tag
+
+    E = scg.expectation(model, n=4, seed=0, has_aux=True)
+    out = {}
+    first = threading.Thread(target=lambda: out.setdefault(
+        "first", scg.grad(E, has_aux=True)(0.5, np.float64(1.0))))
+    first.start()
+    assert in_backward.wait(10)
+    holding["on"] = False
+    out["second"] = scg.grad(E, has_aux=True)(0.5, np.float64(2.0))
+    release.set()
+    first.join(10)
+    assert float(out["first"][1]) == 1.0 and float(out["second"][1]) == 2.0

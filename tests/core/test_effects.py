@@ -1,15 +1,13 @@
 """One road: what a run does besides computing reaches the handlers of the effect stack
 (scg/core/effects.py), never a per-thread variable of its own. These tests hold the stack
 to that: per-draw operations, the support tests skipped for a site's own draws, a
-kernel's own draws, the recording of scg.jit, and the aux of a gradient call."""
-
-import threading
+kernel's own draws, and the recording of scg.jit."""
 
 import numpy as np
 
 import scg
 from scg.core import effects
-from scg.core.tape import THREAD, Primitive, defvjp
+from scg.core.tape import THREAD
 from scg.distributions._util import INSIDE_DRAW, mask_outside, own_draws
 from scg.kernels import fused
 
@@ -113,35 +111,3 @@ def test_a_recorded_value_records_only_while_its_recording_is_on_the_stack():
     assert THREAD.recording is None
     # (a value kept from the recording, used afterwards: computed, not recorded)
     assert np.array_equal(np.asarray(kept[0] + 1.0), np.full(3, 2.0))
-
-
-def test_the_aux_of_a_gradient_call_is_its_own_while_another_thread_calls():
-    """The aux comes back from the call itself: a call in another thread that ends while
-    this one is in its backward pass does not swap it."""
-    in_backward, release = threading.Event(), threading.Event()
-
-    def hold_then_pass(g, ans, x):
-        in_backward.set()
-        release.wait(10)
-        return g
-
-    gate = Primitive("hold_in_backward", lambda x: x)
-    defvjp(gate, hold_then_pass)
-    holding = {"on": True}
-
-    def model(theta, tag):
-        x = scg.sample("x", scg.Normal(theta, 1.0))
-        t = gate(theta) if holding["on"] else theta
-        return (x - t) ** 2, tag
-
-    E = scg.expectation(model, n=4, seed=0, has_aux=True)
-    out = {}
-    first = threading.Thread(target=lambda: out.setdefault(
-        "first", scg.grad(E, has_aux=True)(0.5, np.float64(1.0))))
-    first.start()
-    assert in_backward.wait(10)
-    holding["on"] = False
-    out["second"] = scg.grad(E, has_aux=True)(0.5, np.float64(2.0))
-    release.set()
-    first.join(10)
-    assert float(out["first"][1]) == 1.0 and float(out["second"][1]) == 2.0
