@@ -23,6 +23,17 @@ def _reason(name):
     return f"{bug.name}: {bug.description}"
 
 
+def _jit_equals_eager(model, n, seed, calls):
+    """scg.jit of value_and_grad against eager calls, from the same seed: the value and the
+    gradient bit for bit on every call; the jitted function, for its stats."""
+    eager = scg.value_and_grad(scg.expectation(model, n=n, seed=seed))
+    jitted = scg.jit(scg.value_and_grad(scg.expectation(model, n=n, seed=seed)))
+    for _ in range(calls):
+        (v1, g1), (v2, g2) = eager(THETA), jitted(THETA)
+        assert v1 == v2 and np.array_equal(g1, g2), (v1, v2, g1, g2)
+    return jitted
+
+
 def test_explain_of_an_antithetic_score_site_without_baseline():
     def model(theta):
         x = scg.sample("x", scg.Normal(theta[0], 1.0), estimator=scg.Score(antithetic=True))
@@ -84,12 +95,7 @@ def test_jit_replays_a_measure_valued_site_upstream_of_another_site():
         y = scg.sample("y", scg.Normal(theta[0] + 0.5 * x, 1.0))
         scg.cost("c", x + y)
 
-    E1 = scg.expectation(model, n=64, seed=0)
-    E2 = scg.expectation(model, n=64, seed=0)
-    eager, jitted = scg.value_and_grad(E1), scg.jit(scg.value_and_grad(E2))
-    for _ in range(6):
-        (v1, g1), (v2, g2) = eager(THETA), jitted(THETA)
-        assert v1 == v2 and np.array_equal(g1, g2)
+    jitted = _jit_equals_eager(model, n=64, seed=0, calls=6)
     assert jitted.stats["replays"] >= 1, jitted.explain()
 
 
@@ -99,13 +105,7 @@ def test_jit_of_a_pathwise_gamma_site_is_bit_for_bit():
         scg.cost("c", x ** 2)
 
     for seed in range(4):
-        E1 = scg.expectation(model, n=64, seed=seed)
-        E2 = scg.expectation(model, n=64, seed=seed)
-        eager, jitted = scg.value_and_grad(E1), scg.jit(scg.value_and_grad(E2))
-        for _ in range(6):
-            (v1, g1), (v2, g2) = eager(THETA), jitted(THETA)
-            assert v1 == v2
-            assert np.array_equal(g1, g2), (g1, g2, g1 - g2)
+        _jit_equals_eager(model, n=64, seed=seed, calls=6)
 
 
 def test_jit_replays_unordered_set_with_probs():
@@ -128,13 +128,7 @@ def test_jit_of_rebar_learning_in_a_plate_is_bit_for_bit():
             scg.cost("c", x + theta[0])
 
     for seed in range(6):
-        E1 = scg.expectation(model, n=64, seed=seed)
-        E2 = scg.expectation(model, n=64, seed=seed)
-        eager, jitted = scg.value_and_grad(E1), scg.jit(scg.value_and_grad(E2))
-        for _ in range(8):
-            (v1, g1), (v2, g2) = eager(THETA), jitted(THETA)
-            assert v1 == v2
-            assert np.array_equal(g1, g2), (g1, g2, g1 - g2)
+        _jit_equals_eager(model, n=64, seed=seed, calls=8)
 
 
 def test_log_prob_of_a_gumbel_softmax_relaxed_value():
@@ -234,10 +228,5 @@ def test_jit_of_a_table_per_draw_indexed_by_a_draw_downstream_of_copies():
         scg.cost("c", (theta[0] * np.array([1.0, -0.5, 2.0]))[k] ** 2)
         scg.cost("d", 0.5 * (x1 @ np.array([0.0, 1.0, -0.5])) ** 2)
 
-    E1 = scg.expectation(model, n=16, seed=3)
-    E2 = scg.expectation(model, n=16, seed=3)
-    eager, jitted = scg.value_and_grad(E1), scg.jit(scg.value_and_grad(E2))
-    for _ in range(6):
-        (v1, g1), (v2, g2) = eager(THETA), jitted(THETA)
-        assert v1 == v2 and np.array_equal(g1, g2)
+    jitted = _jit_equals_eager(model, n=16, seed=3, calls=6)
     assert jitted.stats["replays"] >= 1, jitted.explain()
