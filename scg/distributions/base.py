@@ -136,7 +136,7 @@ class Distribution:
         """The log-probability this distribution gave last for the per-draw `value` (the
         same object), if its parameters are still the same objects; else None."""
         last = self.__dict__.get("_last_log_prob")
-        if last is None or last[1] is not _held(value):
+        if last is None or last[1] is not _held(value) or last[4] is not _deps(value):
             return None
         state = state_of(self)
         if len(last[2]) != len(state) or not all(a is b for a, b in zip(last[2], state)):
@@ -414,10 +414,11 @@ def _reuse_last(log_prob):
         state = state_of(self)
         last = self.__dict__.get("_last_log_prob")
         if last is not None and last[0] is log_prob and last[1] is _held(value) and \
-                len(last[2]) == len(state) and all(a is b for a, b in zip(last[2], state)):
+                last[4] is _deps(value) and len(last[2]) == len(state) and \
+                all(a is b for a, b in zip(last[2], state)):
             return last[3]
         lp = log_prob(self, value)
-        self._last_log_prob = (log_prob, _held(value), state, lp)
+        self._last_log_prob = (log_prob, _held(value), state, lp, _deps(value))
         return lp
     return reuse
 
@@ -429,6 +430,13 @@ def _held(value):
     if not isinstance(value, Tracer) or type(value).floor:
         return value
     return value.value
+
+
+def _deps(value):
+    """The sites a per-draw value depends on (its `deps`, shared by its aliases): two
+    values of the marginalized sites of a chain's steps may hold the same array
+    (scg/stochastic/reuse.py) and depend on different sites."""
+    return getattr(value, "deps", None)
 
 
 def _is_per_draw(value):

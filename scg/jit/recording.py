@@ -73,6 +73,7 @@ class _Recording(Handler):
         self.written = set()  # ids of the objects that effects update
         self.immediate = False
         self.n_slots = 0
+        self.changes = 0  # values changed in place during the call (see Var.version)
         self.open = True
         self._const_ids = {}
         self._keep = []
@@ -437,6 +438,12 @@ class Var(Tracer):
         return np.shape(self.concrete)
 
     @property
+    def version(self):
+        """How many values of the call were changed in place so far: the results of
+        operations on this value may differ from earlier ones' once it changes."""
+        return self.rec.changes
+
+    @property
     def dtype(self):
         return np.result_type(self.concrete)
 
@@ -472,6 +479,7 @@ class Var(Tracer):
                 self.rec.refuse("a value was changed in place (x -= ..., x[i] = ...): a "
                                 "replay cannot change the caller's array")
             op(value, _concrete(other), out=value)
+            self.rec.changes += 1
             return self
         return getattr(self, f"__{op.__name__}__")(other)
 
@@ -493,6 +501,7 @@ class Var(Tracer):
             self.rec.refuse("a value was changed in place (x[i] = ...): a replay cannot "
                             "change the caller's array")
         value[_concrete(index)] = _concrete(other)
+        self.rec.changes += 1
 
     def __array__(self, dtype=None, copy=None):
         value = np.asarray(self.read("it became a plain numpy array"))

@@ -15,6 +15,7 @@ second and higher orders are exact compositions of primitives.
 """
 
 import math
+import re
 
 import numpy as np
 from numba import njit  # noqa: F401  (re-exported for the kernel modules)
@@ -164,12 +165,17 @@ def _entry(kernel):
 _ENTRY = {}  # kernel -> its compiled entry point (see _entry)
 
 
-def _small_call(kernel, which, args):
+def _small_call(kernel, which, args, fixed=()):
     """For scg.jit: `run(kernel, which, *args)` as a function specialized to the recorded
     kinds and shapes of args (what `_run_small` decides on every call, decided once), or
-    None when `_run_small` would not take the call."""
-    a0 = args[0]
-    if type(a0) is not np.ndarray or not a0.ndim or a0.size >= PARALLEL_MIN:
+    None when the call is not a small one: every argument either of the shape of the first
+    array among them or a single value.
+
+    `fixed`: the indices of single values that are constants of the program; the function
+    then takes those it lists in its attribute `prefilled` already filled in (`filled`),
+    so a replay fills only the others."""
+    a0 = next((a for a in args if type(a) is np.ndarray and a.ndim), None)
+    if a0 is None or a0.size >= PARALLEL_MIN:
         return None
     kinds = [_small_kind(a, a0) for a in args]
     if None in kinds:
@@ -187,11 +193,16 @@ def _small_call(kernel, which, args):
                      "size": a0.size, "shape": a0.shape}
         exec(compile(source, f"<scg.jit kernel {getattr(kernel, '__name__', '')}>", "exec"),
              namespace)
+        namespace["call"].prefilled = ()
         return namespace["call"]
-    views, fills = [], []
+    grid = _grid(a0)
+    views, fills, prefilled = [], [], []
     for k, (a, kind) in enumerate(zip(args, kinds)):
-        if kind == "view":
-            views.append(f"a{k}.reshape(grid)")
+        if k in fixed and kind != "view":
+            views.append(f"a{k}")  # (filled in once: `filled`)
+            prefilled.append(k)
+        elif kind == "view":
+            views.append(f"a{k}" if a0.shape == grid else f"a{k}.reshape(grid)")
         else:
             value = f"a{k}" if kind == "fill" else f"a{k}.item()"
             fills.append(f"    b{k} = empty(grid)\n    b{k}.fill({value})\n")
@@ -199,12 +210,22 @@ def _small_call(kernel, which, args):
     source = (f"def call({names}):\n" + "".join(fills) +
               f"    out = empty(grid)\n"
               f"    entry(which, out, {', '.join(views)})\n"
-              f"    return out.reshape(shape)\n")
+              f"    return out{'' if a0.shape == grid else '.reshape(shape)'}\n")
     namespace = {"empty": np.empty, "entry": _entry(kernel), "which": which,
-                 "grid": _grid(a0), "shape": a0.shape}
+                 "grid": grid, "shape": a0.shape}
     exec(compile(source, f"<scg.jit kernel {getattr(kernel, '__name__', '')}>", "exec"),
          namespace)
+    namespace["call"].prefilled = tuple(prefilled)
     return namespace["call"]
+
+
+def filled(value, a0):
+    """A single value (a number or a one-entry array) filled into the kernels' grid for
+    draws shaped like a0, read-only: a constant argument of `_small_call`'s function."""
+    out = np.empty(_grid(a0))
+    out.fill(value if type(value) is not np.ndarray else value.item())
+    out.flags.writeable = False
+    return out
 
 
 def _inline_kernel(kernel, which):
@@ -214,15 +235,27 @@ def _inline_kernel(kernel, which):
     def inline(args, kwargs, ans, exprs, named, const):
         if kwargs:
             return None
-        key = tuple((type(a), getattr(a, "shape", None), getattr(a, "dtype", None))
-                    for a in args)
+        # (the single values that are constants of the program: filled in once, below)
+        fixed = tuple(k for k, (a, e) in enumerate(zip(args, exprs))
+                      if not _RECORDED.match(e) and (type(a) is not np.ndarray or a.size == 1))
+        key = (fixed,) + tuple((type(a), getattr(a, "shape", None), getattr(a, "dtype", None))
+                               for a in args)
         if key not in calls:
             if len(calls) >= 64:  # (shapes that change on every call)
                 calls.clear()
-            calls[key] = _small_call(kernel, which, args)
+            calls[key] = _small_call(kernel, which, args, fixed)
         call = calls[key]
-        return None if call is None else f"{const(call)}({', '.join(exprs)})"
+        if call is None:
+            return None
+        if call.prefilled:
+            a0 = next(a for a in args if type(a) is np.ndarray and a.ndim)
+            exprs = [const(filled(a, a0)) if k in call.prefilled else e
+                     for k, (a, e) in enumerate(zip(args, exprs))]
+        return f"{const(call)}({', '.join(exprs)})"
     return inline
+
+
+_RECORDED = re.compile(r"v\d+$")  # (the name of a recorded value in a program's source)
 
 
 # below this many entries a thread launch costs more than it saves

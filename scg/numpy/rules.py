@@ -904,6 +904,8 @@ def _unbox(x):
 class _Slot:
     """Marks where a traced index array goes in a `gather` index template."""
 
+    scg_marker = True  # (a singleton, the same in every template: compared by identity)
+
     def __repr__(self):
         return "<slot>"
 

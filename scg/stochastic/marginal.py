@@ -33,7 +33,8 @@ from ..kernels.chain import chain_log_partition
 from ..numpy import rules as R
 from .copies import Replan
 from .persample import Deps, PerSample
-from .runtime import current_run, send as _send
+from .reuse import Reuse
+from .runtime import RUNTIME, current_run, send as _send
 
 # the plan's entry (kept across calls, see copies.py) for the plates' nesting: the dims of
 # marginalized sites go to the left of it
@@ -85,6 +86,10 @@ class Marginal:
         self.factors = []
         self.chains = []  # the open scg.markov loops, outermost first
         self.chain_at = {}  # id of a loop's Chain -> the Chain (also once closed)
+        # the per-draw operations on the sites' values, computed once (reuse.py); the
+        # values themselves, one array per slot and support
+        self.reuse = Reuse()
+        self._values = {}
 
     # ------------------------------------------------------------ sites
     def depends(self, value):
@@ -113,12 +118,25 @@ class Marginal:
             self.slots.append(site)
         else:
             self.slots[slot] = site
-        shaped = support.reshape((size,) + (1,) * (self.nesting + slot) + event)
-        physical = np.broadcast_to(shaped, (self.run.rows,) + shaped.shape)
-        value = PerSample(physical, self.run.level, Deps(frozenset({name})))
+        value = PerSample(self._laid_out(support, slot, event), self.run.level,
+                          Deps(frozenset({name})))
         # its own log-probability is a factor: p(z | its parents)
         self.add(name, (given if given is not None else dist).log_prob(value), plates)
         return value
+
+    def _laid_out(self, support, slot, event):
+        """The physical value of a site with this support in this slot: the support along
+        the slot's dim, the same array for every site there (so that what the model
+        computes from it is computed once: reuse.py)."""
+        key = (slot, support.dtype.str, support.shape, support.tobytes())
+        physical = self._values.get(key)
+        if physical is None:
+            size = support.shape[0]
+            shaped = support.reshape((size,) + (1,) * (self.nesting + slot) + event)
+            physical = np.broadcast_to(shaped, (self.run.rows,) + shaped.shape)
+            self._values[key] = physical
+            self.reuse.keep_value(physical)
+        return physical
 
     def _check_batch(self, name, batch, plates, parents):
         at = {p.dim: p for p in plates}
@@ -414,16 +432,37 @@ def _as_chain(group, local, sites):
     k = sites[local[0]].size
     plate_shape = tuple(R.shape(pairs[0]))[2:]
     zero = np.zeros((k,) + plate_shape)
-    u = np.stack([zero if v is None else v for v in unary], axis=0)  # (m, K, *plates)
-    p = np.stack(pairs, axis=0)  # (m - 1, K, K, *plates), some with their two axes swapped
-    if any(flipped):  # (one swap of the stack, not one per pair)
-        mask = np.array(flipped).reshape((len(pairs),) + (1,) * (2 + len(plate_shape)))
-        p = np.where(mask, np.swapaxes(p, 1, 2), p)
+    u = _steps([zero if v is None else v for v in unary], [False] * len(unary))
+    p = _steps(pairs, flipped)  # (m - 1, K, K, *plates)
     lead = len(plate_shape)
     u = np.transpose(u, tuple(range(2, 2 + lead)) + (0, 1))
     p = np.transpose(p, tuple(range(3, 3 + lead)) + (0, 1, 2))
     plates = group[0].plates
     return rest + [Factor(chain_log_partition(u, p), (), plates)]
+
+
+def _steps(tables, flipped):
+    """The chain's tables stacked along a first axis, table i with its first two axes
+    swapped where flipped[i]. A table that several steps share (the same value: a
+    transition computed once, reuse.py) is stacked once and taken for each of its steps by
+    one index, so the operations, and those of the backward pass, do not grow with the
+    chain's length."""
+    distinct, index, at = [], [], {}
+    for table, flip in zip(tables, flipped):
+        key = (id(table.value if isinstance(table, PerSample) else table), flip)
+        j = at.get(key)
+        if j is None:
+            j = at[key] = len(distinct)
+            distinct.append((table, flip))
+        index.append(j)
+    out = np.stack([table for table, _ in distinct], axis=0)
+    if any(flip for _, flip in distinct):  # (one swap of the stack, not one per table)
+        mask = np.array([flip for _, flip in distinct]).reshape(
+            (len(distinct),) + (1,) * (len(R.shape(out)) - 1))
+        out = np.where(mask, np.swapaxes(out, 1, 2), out)
+    if index != list(range(len(distinct))):
+        out = out[np.array(index)]
+    return out
 
 
 def _eliminate(factors, v, sites, plates):
@@ -528,6 +567,7 @@ def marginal_of(run):
     m = getattr(run, "marginal", None)
     if m is None:
         m = run.marginal = Marginal(run, run.plan if run.plan is not None else {})
+        RUNTIME.reuse = m.reuse  # (until the run ends: trace.run_model)
     return m
 
 

@@ -190,20 +190,14 @@ class PerSample(Tracer):
         if rule is None:
             raise TypeError(f"scg has no rule to evaluate '{prim.name}' on values that differ "
                             "between draws")
-        if rule == "elementwise":
-            out = _elementwise(prim, args, kwargs, level)
-            inputs = [a for a in args if _is_ps(a, level)]
-        else:  # the rule sees arrays: the physical values and the logical shapes
-            arrays, batched, inputs = [], [], []
-            for a in args:
-                if type(a) is PerSample and a.level == level:
-                    arrays.append(a.value)
-                    batched.append(a.shape)
-                    inputs.append(a)
-                else:
-                    arrays.append(a)
-                    batched.append(None)
-            out = rule(prim, arrays, kwargs, batched)
+        inputs = [a for a in args if type(a) is PerSample and a.level == level]
+        reuse = RUNTIME.reuse  # (a run with marginalized sites: see reuse.py)
+        key = reuse.key(prim, args, kwargs, level) if reuse is not None else None
+        out = reuse.results.get(key) if key is not None else None
+        if out is None:
+            out = _physical_result(prim, rule, args, kwargs, level)
+            if key is not None:
+                reuse.keep(key, out)
         deps = Deps.merge([a.deps for a in inputs]).through(prim.kind)
         result = PerSample(out, level, deps)
         for a in inputs:
@@ -214,6 +208,22 @@ class PerSample(Tracer):
         if on_op is not None:
             on_op(prim, inputs, args, kwargs, result)
         return result
+
+
+def _physical_result(prim, rule, args, kwargs, level):
+    """The physical value of prim(*args, **kwargs) by its batching rule."""
+    if rule == "elementwise":
+        return _elementwise(prim, args, kwargs, level)
+    # the rule sees arrays: the physical values and the logical shapes
+    arrays, batched = [], []
+    for a in args:
+        if type(a) is PerSample and a.level == level:
+            arrays.append(a.value)
+            batched.append(a.shape)
+        else:
+            arrays.append(a)
+            batched.append(None)
+    return rule(prim, arrays, kwargs, batched)
 
 
 _NONE = frozenset()

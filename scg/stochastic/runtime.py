@@ -14,10 +14,12 @@ from ..errors import TracingError
 class _Runtime(threading.local):
     """`on_op`: None, or a callable `(prim, inputs, args, kwargs, result)` that every per-draw
     operation reports its result to (the innermost run sets it while it records a graph
-    or is inside a plate)."""
+    or is inside a plate). `reuse`: None, or the results of per-draw operations that the
+    run with marginalized sites in progress gives again (scg/stochastic/reuse.py)."""
 
     def __init__(self):
         self.on_op = None
+        self.reuse = None
 
 
 RUNTIME = _Runtime()

@@ -381,8 +381,9 @@ def run_model(model, args, kwargs, *, n, rng, decisions, reasons, record=False,
             effects.push(trace)
             if estimators is not None:
                 effects.push(EstimatorChoice(estimators))
-            saved = runtime.on_op
+            saved, saved_reuse = runtime.on_op, runtime.reuse
             runtime.on_op = trace._on_op if record else None
+            runtime.reuse = None  # (a marginalized site sets it: marginal.py)
             numpy_state = random_state.global_random_position()
             try:
                 call_args = wrap_args(args, level, trace.rows) if wrap_args else args
@@ -420,7 +421,7 @@ def run_model(model, args, kwargs, *, n, rng, decisions, reasons, record=False,
                 _rewind(rng, state)
                 continue
             finally:
-                runtime.on_op = saved
+                runtime.on_op, runtime.reuse = saved, saved_reuse
                 _close(layout)
             if probing:  # laid out: check that the layout fits with n draws, then run them
                 probing = False
