@@ -74,6 +74,8 @@ class _Recording(Handler):
         self.immediate = False
         self.n_slots = 0
         self.changes = 0  # values changed in place during the call (see Var.version)
+        self.kept_lines = set()  # the checks of state kept between calls, once each
+        self.reshaped = {}  # slot of a value recorded as a reshape -> its input's name
         self.open = True
         self._const_ids = {}
         self._keep = []
@@ -181,6 +183,11 @@ class _Recording(Handler):
             parts += [f"{k}={self._expr(v)}" for k, v in kwargs.items()]
         if expr is not None:
             out = self._new(ans)
+            if getattr(inline, "reshapes_first", False) and type(args[0]) is Var:
+                # (a reshape of a reshape: one reshape of the first one's input)
+                base = self.reshaped.get(args[0].slot, parts[0])
+                expr = f"{base}.reshape({np.shape(ans)!r})"
+                self.reshaped[out.slot] = base
             self.lines.append(f"v{out.slot} = {expr}")
             return out
         if type(ans) is tuple:
@@ -266,8 +273,11 @@ class _Recording(Handler):
         obj = getter(*args)
         parts = ", ".join(self.ref(a) if not isinstance(a, (str, int)) else repr(a)
                           for a in args)
-        self.lines.append(f"if {self.ref(getter)}({parts}) is not {self.ref(obj)}: "
-                          f"raise Miss({len(self.guards)})")
+        line = f"if {self.ref(getter)}({parts}) is not {self.ref(obj)}: raise Miss"
+        if line in self.kept_lines:  # (checked once: nothing a replay runs replaces it)
+            return obj
+        self.kept_lines.add(line)
+        self.lines.append(f"{line}({len(self.guards)})")
         self.guards.append((len(self.lines), "state", "state kept between calls was "
                             "replaced (a restored checkpoint)"))
         return obj

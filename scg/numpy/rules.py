@@ -665,6 +665,7 @@ def _inline_swapaxes(args, kwargs, ans, exprs, named, const):
 
 
 _inline_reshape.constant_settings = _inline_swapaxes.constant_settings = True
+_inline_reshape.reshapes_first = True  # (scg.jit writes a reshape of a reshape as one)
 INLINE[_reshape] = _inline_reshape
 INLINE[_swapaxes] = _inline_swapaxes
 

@@ -219,9 +219,11 @@ class Marginal:
         kept_plates = set()
         for u in names:
             kept_plates.update(self.sites[u].plates)
+        # (the value's dims aligned on the right with the sites' and plates' dims: the
+        # value itself is reshaped once, at the end)
         ndim = max(len(shape), self.nesting + len(self.slots))
-        value = np.reshape(value, (1,) * (ndim - len(shape)) + shape)
-        shape = (1,) * (ndim - len(shape)) + shape
+        pad = ndim - len(shape)
+        shape = (1,) * pad + shape
         here = []  # the marginalized sites along the value's dims, by slot
         for k, size in enumerate(shape):
             d = k - ndim
@@ -231,7 +233,7 @@ class Marginal:
                 p = open_at.get(d)
                 if p is None or p.size != size:
                     # (independent terms along a dim no plate declares: their sum)
-                    value = np.sum(value, axis=k, keepdims=True)
+                    value = np.sum(value, axis=k - pad, keepdims=True)
                     continue
                 kept_plates.add(p)
                 continue
@@ -259,8 +261,10 @@ class Marginal:
                 "(axis=-1, ...), or leave the term per element inside its scg.plate")
         # to the factor's layout: the sites' dims as they lie (the others left of the plates'
         # dims have size 1 and go), then the plates' dims
-        plate_shape = tuple(R.shape(value))[ndim - self.nesting:]
-        value = np.reshape(value, tuple(s.size for s in here) + plate_shape)
+        plate_shape = ((1,) * pad + tuple(R.shape(value)))[ndim - self.nesting:]
+        layout = tuple(s.size for s in here) + plate_shape
+        if tuple(R.shape(value)) != layout:
+            value = np.reshape(value, layout)
         target = tuple(s.size for s in here) + tuple(
             _plate_size(open_at.get(d), kept_plates) for d in range(-self.nesting, 0))
         if tuple(R.shape(value)) != target:
@@ -350,6 +354,11 @@ def _schedule(pool, sites):
                                if frozenset(sites[k].plates) == plates})
         built = []
         names_left = [names for names, _ in group]
+        if _chain_layout([names for names, _ in group], local, sites) is not None:
+            # (the forward algorithm: the tables of the pairs of neighbours, one by one)
+            built = [frozenset(local[i:i + 2]) for i in range(len(local))]
+            names_left = [x for x in names_left if not x] + [frozenset()]
+            local = []
         for v in local:
             touched = [x for x in names_left if v in x]
             union = frozenset().union(*touched)
@@ -404,29 +413,18 @@ def _as_chain(group, local, sites):
     """If the sites `local` form a chain in the factors `group` (each factor over one site
     or two consecutive ones, every site of one size), the factors with the chain summed out
     by the forward algorithm (`chain_log_partition`); else None."""
-    if len(local) < 3 or len({sites[k].size for k in local}) != 1:
+    layout = _chain_layout([f.names for f in group], local, sites)
+    if layout is None:
         return None
-    at = {k: i for i, k in enumerate(local)}
     # (the factors sorted out first, added only once the chain is known: no operation is
     # spent on a structure the general elimination then takes)
+    places, flipped = layout
     unary, pairs, rest = [[] for _ in local], [[] for _ in local[1:]], []
-    flipped = [False] * (len(local) - 1)
-    for f in group:
-        where = [at.get(k) for k in f.names]
-        if not f.names:
+    for f, place in zip(group, places):
+        if place is None:
             rest.append(f)
-        elif len(where) == 1 and where[0] is not None:
-            unary[where[0]].append(f.value)
-        elif len(where) == 2 and None not in where and abs(where[1] - where[0]) == 1:
-            i = min(where)
-            if pairs[i] and flipped[i] != (where[0] > where[1]):
-                return None  # (two terms of a pair in both orders: the general elimination)
-            flipped[i] = where[0] > where[1]  # (axes (later site, earlier site))
-            pairs[i].append(f.value)
         else:
-            return None
-    if not all(pairs):  # (two chains, or none: the general elimination)
-        return None
+            (unary if place[0] == "unary" else pairs)[place[1]].append(f.value)
     unary = [functools.reduce(np.add, v) if v else None for v in unary]
     pairs = [functools.reduce(np.add, v) for v in pairs]
     k = sites[local[0]].size
@@ -439,6 +437,35 @@ def _as_chain(group, local, sites):
     p = np.transpose(p, tuple(range(3, 3 + lead)) + (0, 1, 2))
     plates = group[0].plates
     return rest + [Factor(chain_log_partition(u, p), (), plates)]
+
+
+def _chain_layout(names_of, local, sites):
+    """Where the factors over the sites `names_of` (each in the order of its axes) lie in a
+    chain of the sites `local`: per factor None (over no site), ("unary", i) or ("pair", i)
+    (between sites i and i + 1), and per pair whether its axes are (later site, earlier
+    site); None when they are no chain (a factor over other sites or non-neighbours, a pair
+    without a factor, sites of other sizes, fewer than three sites)."""
+    if len(local) < 3 or len({sites[k].size for k in local}) != 1:
+        return None
+    at = {k: i for i, k in enumerate(local)}
+    places, flipped = [], [None] * (len(local) - 1)
+    for names in names_of:
+        where = [at.get(k) for k in names]
+        if not names:
+            places.append(None)
+        elif len(where) == 1 and where[0] is not None:
+            places.append(("unary", where[0]))
+        elif len(where) == 2 and None not in where and abs(where[1] - where[0]) == 1:
+            i = min(where)
+            if flipped[i] is not None and flipped[i] != (where[0] > where[1]):
+                return None  # (two terms of a pair in both orders: the general elimination)
+            flipped[i] = where[0] > where[1]
+            places.append(("pair", i))
+        else:
+            return None
+    if None in flipped:  # (two chains, or none: the general elimination)
+        return None
+    return places, flipped
 
 
 def _steps(tables, flipped):
