@@ -331,17 +331,6 @@ _VALUE_SHAPED = frozenset(["getitem", "gather", "take", "take_along_axis"])
 _new_var = object.__new__
 
 
-def _static_index(name, args):
-    """Is the result's shape fixed by the operands' shapes (an index of ints, slices,
-    None and Ellipsis: no boolean mask)?"""
-    if name != "getitem" or len(args) != 2:
-        return False
-    index = args[1]
-    parts = index if type(index) is tuple else (index,)
-    return all(type(p) in _STATIC_INDEX for p in parts)
-
-
-_STATIC_INDEX = frozenset([int, slice, type(None), type(Ellipsis)])
 
 
 def _is_plain_function(fn):
@@ -430,8 +419,10 @@ class Var(Tracer):
             # a value kept from a finished recording (or another thread's): computed as it is
             return prim.fn(*[_concrete(a) for a in args],
                            **{k: _concrete(v) for k, v in kwargs.items()})
+        # (an index of constants gives a result of a fixed shape: the constants are
+        # part of the program; a recorded index may be a mask, whose count is a value)
         return rec.apply(prim.fn, args, kwargs, guard_shape=nested or (
-            prim.name in _VALUE_SHAPED and not _static_index(prim.name, args)))
+            prim.name in _VALUE_SHAPED and any(_holds_var(a) for a in args[1:])))
 
     @property
     def value(self):
