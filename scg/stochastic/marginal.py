@@ -121,8 +121,43 @@ class Marginal:
         value = PerSample(self._laid_out(support, slot, event), self.run.level,
                           Deps(frozenset({name})))
         # its own log-probability is a factor: p(z | its parents)
-        self.add(name, (given if given is not None else dist).log_prob(value), plates)
+        self.add(name, self._own_log_prob(name, given if given is not None else dist, value,
+                                          slot), plates)
         return value
+
+    def _own_log_prob(self, name, given, value, slot):
+        """log_prob(value) of the site's distribution as the model gave it, at each of its
+        values (along the slot's dim), from the family's log_prob_of_support(): the same
+        numbers, dependencies and derivatives, without comparing each value with the
+        others. (A batch that reaches the slot's dim: log_prob itself.)"""
+        batch = tuple(given.batch_shape)
+        room = self.nesting + slot  # (the dims right of the slot's: a batch reaches them)
+        at = len(batch) - room - 1  # (the slot's dim in the batch, if it reaches it)
+        if at >= 0 and batch[at] != 1:
+            return given.log_prob(value)
+        table = given.log_prob_of_support()  # (S,) + batch
+        size = tuple(R.shape(table))[0]
+        if at < 0:  # (the values left of the batch)
+            shape = (size,) + (1,) * (room - len(batch)) + batch
+            if tuple(R.shape(table)) != shape:
+                table = np.reshape(table, shape)
+        else:  # (the values in place of the batch's 1 at the slot's dim)
+            table = np.reshape(table, (size,) + batch[:at] + batch[at + 1:])
+            table = np.transpose(table, tuple(range(1, at + 1)) + (0,) +
+                                 tuple(range(at + 1, len(batch))))
+            shape = batch[:at] + (size,) + batch[at + 1:]
+        level = self.run.level
+        if type(table) is PerSample and table.level == level:  # (parents summed out too)
+            deps = table.deps
+            out = PerSample(table.value, level, Deps(deps.up | {name}, deps.smooth,
+                                                     deps.rough), axes=table.axes,
+                            mixed=table.mixed)
+            out.held, out.bent = table.held, table.bent
+            return out
+        physical = R.reshape(table, (1,) + shape)
+        if self.run.rows != 1:
+            physical = R.broadcast_to(physical, (self.run.rows,) + shape)
+        return PerSample(physical, level, Deps(frozenset({name})))
 
     def _laid_out(self, support, slot, event):
         """The physical value of a site with this support in this slot: the support along
