@@ -17,15 +17,17 @@ their contents are), objects of unknown kinds, the values of an operation change
 by scg.jit's recording. The results are read-only.
 """
 
-import math
-
 import numpy as np
 
-from ..core.tape import Tracer, read_only
+from ..core.tape import Tracer, read_only, strip
 from .persample import PerSample
 
 _SMALL = 64  # entries of a plain array compared by contents (larger: read-only, by identity)
+# the largest result kept (the tables of a chain's steps are far smaller): a larger one is
+# computed again if the model computes it again, and held no longer than the model holds it
+_KEEP_MAX = 1 << 16
 _ATOMS = (bool, int, str, type(None))
+_NUMBERS = frozenset("biufc")
 
 
 class Reuse:
@@ -66,7 +68,9 @@ class Reuse:
         return tuple(parts)
 
     def keep(self, key, out):
-        """Keep `out`, the physical result of the call of `key`."""
+        """Keep `out`, the physical result of the call of `key` (unless it is large)."""
+        if np.size(strip(out)) > _KEEP_MAX:
+            return
         if type(out) is np.ndarray:
             read_only(out)
         self.results[key] = out
@@ -79,9 +83,13 @@ def _constant(a, stable):
     t = type(a)
     if t in _ATOMS:
         return (t, a)
-    if t is float or t is complex:  # (by bits: 0.0 and -0.0 give different results)
-        return (t, a, math.copysign(1.0, a.real))
+    if t is float:  # (by bits: 0.0 and -0.0 give different results)
+        return (t, a.hex())
+    if t is complex:
+        return (t, a.real.hex(), a.imag.hex())
     if t is np.ndarray:
+        if a.dtype.kind not in _NUMBERS:
+            return None
         if a.size <= _SMALL:
             return ("array", a.dtype.str, a.shape, a.tobytes())
         if _read_only(a):
@@ -89,7 +97,7 @@ def _constant(a, stable):
             return ("object", id(a))
         return None
     if isinstance(a, np.generic):
-        return ("scalar", a.dtype.str, a.tobytes())
+        return ("scalar", a.dtype.str, a.tobytes()) if a.dtype.kind in _NUMBERS else None
     if isinstance(a, Tracer):  # (a value being differentiated, one scg.jit records)
         stable[id(a)] = a
         return ("object", id(a), getattr(a, "version", 0))
