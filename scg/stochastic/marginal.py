@@ -65,13 +65,25 @@ class Chain:
 
 class Factor:
     """A log-potential: `value` of shape (sizes of `names`) + (the plates' dims), over the
-    marginalized sites `names` (in the order of the value's axes) and the plates `plates`."""
+    marginalized sites `names` (in the order of the value's axes) and the plates `plates`.
 
-    __slots__ = ("value", "names", "plates", "term")
+    Given as `raw` with a `layout` (that shape), the value is `raw` reshaped to it when
+    first asked for: a chain stacks the raw values of its steps and reshapes the stack
+    once (`_steps`), not each step's."""
 
-    def __init__(self, value, names, plates, term=None):
-        self.value, self.names, self.plates = value, names, plates
+    __slots__ = ("raw", "layout", "names", "plates", "term", "_value")
+
+    def __init__(self, value, names, plates, term=None, layout=None):
+        self.raw, self.layout = value, layout
+        self._value = value if layout is None else None
+        self.names, self.plates = names, plates
         self.term = term  # the likelihood term's name (None for a table built by the sum)
+
+    @property
+    def value(self):
+        if self._value is None:
+            self._value = np.reshape(self.raw, self.layout)
+        return self._value
 
 
 class Marginal:
@@ -298,18 +310,22 @@ class Marginal:
         # dims have size 1 and go), then the plates' dims
         plate_shape = ((1,) * pad + tuple(R.shape(value)))[ndim - self.nesting:]
         layout = tuple(s.size for s in here) + plate_shape
-        if tuple(R.shape(value)) != layout:
-            value = np.reshape(value, layout)
         target = tuple(s.size for s in here) + tuple(
             _plate_size(open_at.get(d), kept_plates) for d in range(-self.nesting, 0))
-        if tuple(R.shape(value)) != target:
-            value = np.broadcast_to(value, target)
         # a term given inside a plate it does not vary along stands once for the plate
         scale = math.prod(p.scale for p in plates if p not in kept_plates)
+        names = tuple(s.name for s in here)
+        if tuple(R.shape(value)) != layout:
+            if target == layout and scale == 1.0:  # (reshaped when asked for: Factor)
+                self.factors.append(Factor(value, names, frozenset(kept_plates), name,
+                                           layout=layout))
+                return
+            value = np.reshape(value, layout)
+        if tuple(R.shape(value)) != target:
+            value = np.broadcast_to(value, target)
         if scale != 1.0:
             value = np.multiply(value, scale)
-        self.factors.append(Factor(value, tuple(s.name for s in here), frozenset(kept_plates),
-                                   name))
+        self.factors.append(Factor(value, names, frozenset(kept_plates), name))
 
     def explain(self):
         """Lines for Trace.explain(): the sites summed out and the terms they weigh."""
@@ -459,14 +475,13 @@ def _as_chain(group, local, sites):
         if place is None:
             rest.append(f)
         else:
-            (unary if place[0] == "unary" else pairs)[place[1]].append(f.value)
-    unary = [functools.reduce(np.add, v) if v else None for v in unary]
-    pairs = [functools.reduce(np.add, v) for v in pairs]
+            (unary if place[0] == "unary" else pairs)[place[1]].append(f)
     k = sites[local[0]].size
-    plate_shape = tuple(R.shape(pairs[0]))[2:]
+    plate_shape = _layout(pairs[0][0])[2:]
     zero = np.zeros((k,) + plate_shape)
-    u = _steps([zero if v is None else v for v in unary], [False] * len(unary))
-    p = _steps(pairs, flipped)  # (m - 1, K, K, *plates)
+    u = _steps([_summed(v) if v else zero for v in unary], [False] * len(unary),
+               (k,) + plate_shape)
+    p = _steps([_summed(v) for v in pairs], flipped, (k, k) + plate_shape)
     lead = len(plate_shape)
     u = np.transpose(u, tuple(range(2, 2 + lead)) + (0, 1))
     p = np.transpose(p, tuple(range(3, 3 + lead)) + (0, 1, 2))
@@ -503,12 +518,25 @@ def _chain_layout(names_of, local, sites):
     return places, flipped
 
 
-def _steps(tables, flipped):
-    """The chain's tables stacked along a first axis, table i with its first two axes
-    swapped where flipped[i]. A table that several steps share (the same value: a
-    transition computed once, reuse.py) is stacked once and taken for each of its steps by
-    one index, so the operations, and those of the backward pass, do not grow with the
-    chain's length."""
+def _layout(f):
+    return f.layout if f.layout is not None else tuple(R.shape(f.raw))
+
+
+def _summed(factors):
+    """The sum of a chain position's factors: the raw value of a single one (its layout
+    comes with the stack), else the sum of their values."""
+    if len(factors) == 1:
+        return factors[0].raw
+    return functools.reduce(np.add, [f.value for f in factors])
+
+
+def _steps(tables, flipped, shape):
+    """The chain's tables, each of `shape` up to axes of size 1, stacked along a first axis
+    in that shape, table i with its first two axes swapped where flipped[i]. A table that
+    several steps share (the same value: a transition computed once, reuse.py) is stacked
+    once and taken for each of its steps by one index, and the tables of one shape are
+    reshaped together, so the operations, and those of the backward pass, grow with the
+    chain's length by its distinct tables only."""
     distinct, index, at = [], [], {}
     for table, flip in zip(tables, flipped):
         key = (id(table.value if isinstance(table, PerSample) else table), flip)
@@ -517,12 +545,24 @@ def _steps(tables, flipped):
             j = at[key] = len(distinct)
             distinct.append((table, flip))
         index.append(j)
-    out = np.stack([table for table, _ in distinct], axis=0)
-    if any(flip for _, flip in distinct):  # (one swap of the stack, not one per table)
-        mask = np.array([flip for _, flip in distinct]).reshape(
-            (len(distinct),) + (1,) * (len(R.shape(out)) - 1))
+    kinds = {}  # the distinct tables by the shape they have
+    for j, (table, _) in enumerate(distinct):
+        kinds.setdefault(tuple(R.shape(table)), []).append(j)
+    parts, order = [], []
+    for raw, members in kinds.items():
+        part = np.stack([distinct[j][0] for j in members], axis=0)
+        if raw != shape:
+            part = np.reshape(part, (len(members),) + shape)
+        parts.append(part)
+        order += members
+    out = parts[0] if len(parts) == 1 else np.concatenate(parts, axis=0)
+    flips = [distinct[j][1] for j in order]
+    if any(flips):  # (one swap of the stack, not one per table)
+        mask = np.array(flips).reshape((len(order),) + (1,) * (len(R.shape(out)) - 1))
         out = np.where(mask, np.swapaxes(out, 1, 2), out)
-    if index != list(range(len(distinct))):
+    row = {j: i for i, j in enumerate(order)}
+    index = [row[j] for j in index]
+    if index != list(range(len(order))):
         out = out[np.array(index)]
     return out
 
