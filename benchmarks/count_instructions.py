@@ -1,4 +1,5 @@
-"""Instructions per call of the scg part of W3 or W4, counted by valgrind's callgrind.
+"""Instructions per call of the scg part of W3 or W4, or of the recording of the HMM of
+marginal_pyro.py under scg.jit, counted by valgrind's callgrind.
 
 Timing noise aside: each tree given runs in a fresh process under
 `valgrind --tool=callgrind --instr-atstart=no`; the process builds the workload's scg call
@@ -14,10 +15,15 @@ torch is never imported, so counts repeat to about one part per million.
 With --native, the same calls are timed (time.perf_counter, no valgrind) instead, in fresh
 processes alternating over the trees --rounds times; the median per-call time per tree.
 
+The workload hmm-recording is the two recording calls of a fresh
+`scg.jit(scg.value_and_grad(E))` of marginal_pyro.py's HMM (K = 8, T = --length, 200 by
+default), argument checks off: what a first use of a jitted chain costs before it replays.
+
 Usage (trees are checkouts, e.g. `git worktree add --detach /tmp/tree_old <commit>`):
     python benchmarks/count_instructions.py --workload w3 --trees /tmp/tree_old /tmp/tree_new
     python benchmarks/count_instructions.py --workload w4 --calls 20 --rounds 2 --trees ...
     python benchmarks/count_instructions.py --workload w3 --native --rounds 5 --trees ...
+    python benchmarks/count_instructions.py --workload hmm-recording --trees ...
 Not a test and not imported by the test suite.
 """
 
@@ -30,13 +36,26 @@ import sys
 import tempfile
 import time
 
-DEFAULT_CALLS = {"w3": 5, "w4": 20}
+DEFAULT_CALLS = {"w3": 5, "w4": 20, "hmm-recording": 1}
 THREADS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
 
 
-def build_call(tree, workload):
+def build_call(tree, workload, length=200):
     """The workload's scg call, from the benchmark module of `tree`."""
     sys.path[:0] = [tree, os.path.join(tree, "benchmarks")]
+    if workload == "hmm-recording":
+        import marginal_pyro as m
+        import scg
+        scg.distributions.set_validation(False)
+        data, params = m.hmm_problem(length, 8)
+        E = m.scg_hmm(data, 8)
+
+        def record():
+            step = scg.jit(scg.value_and_grad(E))
+            step(params)
+            step(params)
+            assert not step.stats["replays"] and step.stats["recordings"] == 2
+        return record
     if workload == "w3":
         import w3_discrete_vae as w
         return w.scg_runner(*w.make_problem())
@@ -45,7 +64,7 @@ def build_call(tree, workload):
 
 
 def inner(args):
-    call = build_call(args.tree, args.workload)
+    call = build_call(args.tree, args.workload, args.length)
     assert os.path.dirname(sys.modules["scg"].__file__).startswith(args.tree)
     for _ in range(args.warmup):
         call()
@@ -68,7 +87,8 @@ def run_child(tree, args):
                **{k: "1" for k in THREADS})
     child = [sys.executable, os.path.abspath(__file__), "--inner", "--tree",
              os.path.abspath(tree), "--workload", args.workload, "--calls", str(args.calls),
-             "--warmup", str(args.warmup)] + (["--native"] if args.native else [])
+             "--warmup", str(args.warmup), "--length", str(args.length)] + \
+        (["--native"] if args.native else [])
     if args.native:
         out = subprocess.run(child, env=env, check=True, capture_output=True, text=True)
         return float(re.search(r"SECONDS (\S+)", out.stdout).group(1)) / args.calls
@@ -85,7 +105,8 @@ def run_child(tree, args):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--workload", choices=("w3", "w4"), required=True)
+    p.add_argument("--workload", choices=("w3", "w4", "hmm-recording"), required=True)
+    p.add_argument("--length", type=int, default=200, help="the HMM's T (hmm-recording)")
     p.add_argument("--calls", type=int, default=None)
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--trees", nargs="+", default=[])

@@ -87,10 +87,12 @@ class _Recording(Handler):
         """The name of a constant argument: compared by value between recordings."""
         key = id(x)
         name = self._const_ids.get(key)
-        if name is None or type(x) is np.ndarray:  # (an array may change between uses)
+        if name is None:
             name = f"c{len(self.consts)}"
-            self.consts.append(_frozen(x))
-            if type(x) is not np.ndarray:
+            frozen = _frozen(x)
+            self.consts.append(frozen)
+            # (one name per object, unless it is an array that may change between uses)
+            if type(x) is not np.ndarray or frozen is x:
                 self._const_ids[key] = name
                 self._keep.append(x)  # (so that its id is not reused while recording)
         return name
@@ -448,7 +450,8 @@ class Var(Tracer):
 
     @property
     def shape(self):
-        return np.shape(self.concrete)
+        c = self.concrete
+        return c.shape if type(c) is np.ndarray else np.shape(c)
 
     @property
     def version(self):

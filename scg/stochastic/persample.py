@@ -193,13 +193,18 @@ class PerSample(Tracer):
         inputs = [a for a in args if type(a) is PerSample and a.level == level]
         reuse = RUNTIME.reuse  # (a run with marginalized sites: see reuse.py)
         key = reuse.key(prim, args, kwargs, level) if reuse is not None else None
-        out = reuse.results.get(key) if key is not None else None
-        if out is None:
-            out = _physical_result(prim, rule, args, kwargs, level)
-            if key is not None:
-                reuse.keep(key, out)
+        kept = reuse.results.get(key) if key is not None else None
         deps = Deps.merge([a.deps for a in inputs]).through(prim.kind)
-        result = PerSample(out, level, deps)
+        if kept is None:
+            result = PerSample(_physical_result(prim, rule, args, kwargs, level), level, deps)
+            if key is not None:
+                reuse.keep(key, result.value, result.shape)
+        else:  # (the value computed before, and its logical shape)
+            result = PerSample.__new__(PerSample)
+            result.value, result.shape = kept
+            result.level, result.deps, result.node, result.axes = level, deps, None, ()
+            result.mixed, result.law, result.version = frozenset(), None, 0
+            result.held = result.bent = _NONE
         for a in inputs:
             if a.held or a.bent:  # (rare: an ELBO's log q(z), see zero_mean.py)
                 _follow_held(prim, args, inputs, result, level)

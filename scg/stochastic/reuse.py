@@ -17,9 +17,11 @@ their contents are), objects of unknown kinds, the values of an operation change
 by scg.jit's recording. The results are read-only.
 """
 
+import math
+
 import numpy as np
 
-from ..core.tape import Tracer, read_only, strip
+from ..core.tape import Tracer, read_only
 from .persample import PerSample
 
 _SMALL = 64  # entries of a plain array compared by contents (larger: read-only, by identity)
@@ -67,13 +69,14 @@ class Reuse:
                 parts.append((name, k))
         return tuple(parts)
 
-    def keep(self, key, out):
-        """Keep `out`, the physical result of the call of `key` (unless it is large)."""
-        if np.size(strip(out)) > _KEEP_MAX:
+    def keep(self, key, out, shape):
+        """Keep `out`, the physical result of the call of `key`, of logical shape `shape`
+        (unless it is large)."""
+        if math.prod(shape) > _KEEP_MAX:
             return
         if type(out) is np.ndarray:
             read_only(out)
-        self.results[key] = out
+        self.results[key] = (out, shape)
         self._stable[id(out)] = out
 
 
