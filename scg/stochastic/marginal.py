@@ -102,6 +102,7 @@ class Marginal:
         # values themselves, one array per slot and support
         self.reuse = Reuse()
         self._values = {}
+        self._tables = {}  # a family's state and a slot -> its own factor's physical value
 
     # ------------------------------------------------------------ sites
     def depends(self, value):
@@ -147,6 +148,24 @@ class Marginal:
         at = len(batch) - room - 1  # (the slot's dim in the batch, if it reaches it)
         if at >= 0 and batch[at] != 1:
             return given.log_prob(value)
+        # (the same family with the same parameters in the same slot: the table it gave;
+        # its parents' values depend on marginalized sites only, so this one depends on
+        # them and on the site: reuse.py)
+        key, parents = self.reuse.state_key(given, self.run.level) \
+            if RUNTIME.on_op is None else (None, None)
+        if key is not None:
+            key = (key, slot)
+            kept = self._tables.get(key)
+            if kept is not None:
+                return PerSample(kept, self.run.level, Deps(frozenset({name}).union(*parents)))
+        out = self._table_of(name, given, batch, room, at)
+        deps = out.deps
+        if key is not None and deps.up == frozenset({name}).union(*parents) and \
+                not (deps.smooth or deps.rough or out.held or out.bent):
+            self._tables[key] = out.value  # (what a later step's deps are made of, below)
+        return out
+
+    def _table_of(self, name, given, batch, room, at):
         table = given.log_prob_of_support()  # (S,) + batch
         size = tuple(R.shape(table))[0]
         if at < 0:  # (the values left of the batch)

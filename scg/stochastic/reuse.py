@@ -69,6 +69,37 @@ class Reuse:
                 parts.append((name, k))
         return tuple(parts)
 
+    def state_key(self, dist, level):
+        """(A key of the distribution's state, the dependencies of its per-draw
+        parameters), equal for distributions of one family whose log-probabilities are the
+        same computation; (None, None) if one is not known, or a per-draw parameter is
+        other than values of marginalized sites (a drawn site upstream, a held
+        log-probability)."""
+        parents = []
+        parts = [type(dist)]
+        for name, v in vars(dist).items():
+            if name == "_last_log_prob":
+                continue
+            k = self._state(v, level, parents)
+            if k is None:
+                return None, None
+            parts.append((name, k))
+        return tuple(parts), parents
+
+    def _state(self, v, level, parents):
+        if type(v) is PerSample and v.level == level:
+            if id(v.value) not in self._stable or v.deps.smooth or v.deps.rough or \
+                    v.held or v.bent or v.law is not None:
+                return None
+            parents.append(v.deps.up)
+            return ("draws", id(v.value))
+        if type(v) is dict:
+            keys = tuple((k, self._state(x, level, parents)) for k, x in v.items())
+            return None if any(k is None for _, k in keys) else (dict, keys)
+        if type(v) is tuple and any(type(x) is PerSample for x in v):
+            return None
+        return _constant(v, self._stable)
+
     def keep(self, key, out, shape):
         """Keep `out`, the physical result of the call of `key`, of logical shape `shape`
         (unless it is large)."""
