@@ -73,16 +73,29 @@ def _normal_at(which, x, loc, scale, log_scale):
     return z * z - 1.0 if scale == 1.0 else (z * z - 1.0) / scale
 
 
+@njit(cache=True, error_model="numpy")
+def _all_equal(a, first):
+    for i in range(a.shape[0]):
+        for j in range(a.shape[1]):
+            if a[i, j] != first:
+                return False
+    return True
+
+
 @njit(sig(3), cache=True, error_model="numpy")
 def normal_density(which, out, x, loc, scale):
-    # (the log of the scale taken once per value it takes along the loop, not per entry)
-    last, log_scale = 1.0, 0.0
-    for i in range(out.shape[0]):
-        for j in range(out.shape[1]):
-            s = scale[i, j]
-            if which == 0 and s != last:
-                last, log_scale = s, math.log(s)
-            out[i, j] = _normal_at(which, x[i, j], loc[i, j], s, log_scale)
+    rows, cols = out.shape
+    if which == 0 and rows and cols and _all_equal(scale, scale[0, 0]):
+        # (one scale, as a mixture's or an HMM's unit emissions: its log taken once)
+        s = scale[0, 0]
+        log_scale = math.log(s)
+        for i in range(rows):
+            for j in range(cols):
+                out[i, j] = _normal_at(0, x[i, j], loc[i, j], s, log_scale)
+        return
+    for i in range(rows):
+        for j in range(cols):
+            out[i, j] = _normal(which, x[i, j], loc[i, j], scale[i, j])
 
 
 def normal_density_twin(which, x, loc, scale):
