@@ -345,8 +345,6 @@ _VALUE_SHAPED = frozenset(["getitem", "gather", "take", "take_along_axis"])
 _new_var = object.__new__
 
 
-
-
 def _is_plain_function(fn):
     # primitives' implementations (ufuncs, module functions) are constants compared by
     # identity or equality; bound methods of objects with state are references

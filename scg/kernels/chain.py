@@ -168,6 +168,15 @@ def _twin_unary(u, p):
                   log_z[..., None, None])
 
 
+def _twin_pairwise(u, p):
+    alphas, betas = _twin_alphas(u, p), _twin_betas(u, p)
+    log_z = R.logsumexp(alphas[-1], axis=-1)
+    m = R.shape(u)[-2]
+    pairs = [alphas[i][..., :, None] + p[..., i, :, :] + (u[..., i + 1, :] + betas[i + 1])[..., None, :]
+             for i in range(m - 1)]
+    return np.exp(np.stack(pairs, axis=-3) - log_z[..., None, None, None])
+
+
 def _split(joined, u_shape, p_shape):
     """The unary and pairwise marginals out of `chain_marginals`'s joined array."""
     lead = tuple(R.shape(joined))[:-1]
@@ -181,15 +190,6 @@ def _twin_joined(u, p):
     lead = tuple(R.shape(unary))[:-2]
     return np.concatenate([R.reshape(unary, lead + (-1,)), R.reshape(pairwise, lead + (-1,))],
                           axis=-1)
-
-
-def _twin_pairwise(u, p):
-    alphas, betas = _twin_alphas(u, p), _twin_betas(u, p)
-    log_z = R.logsumexp(alphas[-1], axis=-1)
-    m = R.shape(u)[-2]
-    pairs = [alphas[i][..., :, None] + p[..., i, :, :] + (u[..., i + 1, :] + betas[i + 1])[..., None, :]
-             for i in range(m - 1)]
-    return np.exp(np.stack(pairs, axis=-3) - log_z[..., None, None, None])
 
 
 _BATCH = R.batch_core_dims(2, 3)

@@ -166,6 +166,8 @@ class Marginal:
         return out
 
     def _table_of(self, name, given, batch, room, at):
+        """The family's log_prob_of_support() laid out as log_prob(value) gives it, a
+        per-draw value that depends on the site and its parents."""
         table = given.log_prob_of_support()  # (S,) + batch
         size = tuple(R.shape(table))[0]
         if at < 0:  # (the values left of the batch)
