@@ -371,6 +371,10 @@ class Marginal:
         too large."""
         _plan_elimination(self.factors, self.sites, self.run.rows)
         log_z = contract(self.factors, self.sites)
+        # (the model's operations are over: what they shared need not outlive the run)
+        self.reuse.clear()
+        self._tables.clear()
+        self._values.clear()
         if isinstance(log_z, PerSample):
             deps = log_z.deps
             keep = frozenset(self.sites)

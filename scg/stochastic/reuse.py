@@ -69,6 +69,11 @@ class Reuse:
                 parts.append((name, k))
         return tuple(parts)
 
+    def clear(self):
+        """Forget every result (the run's model has returned)."""
+        self.results.clear()
+        self._stable.clear()
+
     def state_key(self, dist, level):
         """(A key of the distribution's state, the dependencies of its per-draw
         parameters), equal for distributions of one family whose log-probabilities are the
