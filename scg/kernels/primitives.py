@@ -327,22 +327,11 @@ def laid_out(value, grid, shape):
 
 def filled(value, a0):
     """A single value (a number or a one-entry array) filled into the kernels' grid for
-    draws shaped like a0, read-only: a constant argument of `_small_call`'s function (the
-    same array for the same value and grid: one constant of a program)."""
-    number = float(value if type(value) is not np.ndarray else value.item())
-    grid = _grid(a0)
-    key = (number.hex(), grid)
-    out = _FILLED.get(key)
-    if out is None:
-        if len(_FILLED) >= 256:  # (a value per call, as observations: not kept)
-            _FILLED.clear()
-        out = _FILLED[key] = np.empty(grid)
-        out.fill(number)
-        out.flags.writeable = False
+    draws shaped like a0, read-only: a constant argument of `_small_call`'s function."""
+    out = np.empty(_grid(a0))
+    out.fill(value if type(value) is not np.ndarray else value.item())
+    out.flags.writeable = False
     return out
-
-
-_FILLED = {}  # (value, grid) -> its read-only filled array (see filled)
 
 
 def _inline_kernel(kernel, which):

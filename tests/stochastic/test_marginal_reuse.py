@@ -48,6 +48,22 @@ def test_a_chain_records_a_few_operations_per_step():
     assert per_step <= 8, sizes  # (one per step for each of 40 operations before)
 
 
+def test_a_long_chain_replays_after_two_recordings():
+    """Two recordings of a chain of a thousand steps (as many observations, each a
+    constant of the program) are the same program: the third call replays it."""
+    k, length = 2, 1000
+    rng = np.random.default_rng(6)
+    theta = rng.normal(size=k * k + 2 * k)
+    for _ in range(2):  # (and a second chain after it: nothing the first left changes it)
+        data = rng.normal(0, 2, length)
+        E = scg.expectation(functools.partial(hmm, data, k), n=1)
+        step = scg.jit(scg.value_and_grad(E))
+        for _ in range(3):
+            value, _ = step(theta)
+        assert step.stats["replays"] == 1, step.explain()
+        assert value == pytest.approx(forward_algorithm(data, k, theta), rel=1e-12)
+
+
 def test_one_distribution_at_two_steps_values_is_two_steps_terms():
     """The same distribution object at `locs[z]` of every step: the steps of one slot hold
     the same array, and each step's term depends on its own step's site."""
