@@ -14,7 +14,8 @@ Only the value is shared: each call still makes its own per-draw value, with the
 dependencies (the sites) and plate labels of its own inputs. Inputs that could change
 between two calls are never keys: arrays anyone may still write into (unless small: then
 their contents are), objects of unknown kinds, the values of an operation changed in place
-by scg.jit's recording. The results are read-only.
+by scg.jit's recording. The results are read-only; a large one is not kept (a chain's
+tables are small), and all are dropped once the run's marginal likelihood is summed.
 """
 
 import math
