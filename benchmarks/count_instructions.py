@@ -3,7 +3,8 @@ W3 or W4; scg.jit's replays of W2's training step and of ten coins (w2, coins) a
 recordings (w2-record); estimators over a finite support (finite, finite-eager); the
 per-draw loops of benchmarks/per_draw_ops.py (chain, plated, cartpole-ops); one eager
 CartPole update (cartpole: value_and_grad of examples/cartpole.py's expectation at a fixed
-policy, without scg.jit).
+policy, without scg.jit); the two recordings of marginal_pyro.py's HMM under scg.jit
+(hmm-recording).
 
 Timing noise aside: each tree given runs in a fresh process under
 `valgrind --tool=callgrind --instr-atstart=no`; the process builds the workload's scg call
@@ -26,12 +27,17 @@ about one part per million.
 With --native, the same calls are timed (time.perf_counter, no valgrind) instead, in fresh
 processes alternating over the trees --rounds times; the median per-call time per tree.
 
+The workload hmm-recording is the two recording calls of a fresh
+`scg.jit(scg.value_and_grad(E))` of marginal_pyro.py's HMM (K = 8, T = --length, 200 by
+default), argument checks off: what a first use of a jitted chain costs before it replays.
+
 Usage (trees are checkouts, e.g. `git worktree add --detach /tmp/tree_old <commit>`):
     python benchmarks/count_instructions.py --workload w3 --trees /tmp/tree_old /tmp/tree_new
     python benchmarks/count_instructions.py --workload w4 --calls 20 --rounds 2 --trees ...
     python benchmarks/count_instructions.py --workload w3 --native --rounds 5 --trees ...
     python benchmarks/count_instructions.py --workload coins --only disarm --calls 10 --trees ...
     python benchmarks/count_instructions.py --workload finite --only arms4 --trees ...
+    python benchmarks/count_instructions.py --workload hmm-recording --trees ...
 Not a test and not imported by the test suite.
 """
 
@@ -45,14 +51,28 @@ import tempfile
 import time
 
 DEFAULT_CALLS = {"w3": 5, "w4": 20, "w2": 50, "w2-record": 4, "coins": 20, "chain": 5,
-                 "plated": 5, "cartpole-ops": 5, "cartpole": 3, "finite": 20, "finite-eager": 5}
+                 "plated": 5, "cartpole-ops": 5, "cartpole": 3, "finite": 20, "finite-eager": 5,
+                 "hmm-recording": 1}
 THREADS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
 
 
-def build_call(tree, workload, only=None):
+def build_call(tree, workload, only=None, length=200):
     """The workload's scg call, from the benchmark module of `tree` (`only`: the coins'
-    estimators or the finite cases to run, all when None)."""
+    estimators or the finite cases to run, all when None; `length`: the HMM's T)."""
     sys.path[:0] = [tree, os.path.join(tree, "benchmarks"), os.path.join(tree, "examples")]
+    if workload == "hmm-recording":
+        import marginal_pyro as m
+        import scg
+        scg.distributions.set_validation(False)
+        data, params = m.hmm_problem(length, 8)
+        E = m.scg_hmm(data, 8)
+
+        def record():
+            step = scg.jit(scg.value_and_grad(E))
+            step(params)
+            step(params)
+            assert not step.stats["replays"] and step.stats["recordings"] == 2
+        return record
     if workload in ("chain", "plated", "cartpole-ops"):
         import per_draw_ops as w
         return w.workload(workload.split("-")[0])
@@ -163,7 +183,7 @@ def _w2_step(record=False):
 
 
 def inner(args):
-    call = build_call(args.tree, args.workload, args.only)
+    call = build_call(args.tree, args.workload, args.only, args.length)
     assert os.path.dirname(sys.modules["scg"].__file__).startswith(args.tree)
     for _ in range(args.warmup):
         call()
@@ -186,7 +206,8 @@ def run_child(tree, args):
                **{k: "1" for k in THREADS})
     child = [sys.executable, os.path.abspath(__file__), "--inner", "--tree",
              os.path.abspath(tree), "--workload", args.workload, "--calls", str(args.calls),
-             "--warmup", str(args.warmup)] + (["--native"] if args.native else []) + \
+             "--warmup", str(args.warmup), "--length", str(args.length)] + \
+        (["--native"] if args.native else []) + \
         (["--only", ",".join(args.only)] if args.only else [])
     if args.native:
         out = _run(child, env)
@@ -212,6 +233,7 @@ def _run(command, env):
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--workload", choices=tuple(DEFAULT_CALLS), required=True)
+    p.add_argument("--length", type=int, default=200, help="the HMM's T (hmm-recording)")
     p.add_argument("--calls", type=int, default=None)
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--trees", nargs="+", default=[])

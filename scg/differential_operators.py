@@ -340,7 +340,7 @@ def reverse(fun, args, kwargs, argnums, needs_path=False, check=None, per_draw=N
         if isinstance(out, Box) and out.level == level:
             if seed is None:
                 seed = np.ones(out_shape) if out_shape else _ONE  # (a number: cheaper)
-            grads = backward(out, seed, roots)
+            grads = effects.scg_only(backward, out, seed, roots)  # (no code of the user's)
         else:
             grads = [None] * len(roots)
     if needs_path:

@@ -28,6 +28,8 @@ program other than eagerly (a recording for replay, see scg/jit/) must see them:
 - `operation(prim, inputs, args, kwargs, result)`: a per-draw operation of a model ran;
   it goes to the innermost handler that watches them (`watches_operations`), the run of
   the model that follows plates' axes and builds its graph, and to no other.
+- `scg_only(fn, *args)`: fn(*args), scg's own code that calls none of the user's (the
+  backward pass): a handler that watches what the user's code calls may look away.
 
 Each thread has one stack of handlers (`push`, `pop`). A message goes to the innermost
 handler; a `Handler` forwards what it does not handle to the one outside it, and with no
@@ -160,6 +162,10 @@ class Handler:
 
     def sees_operations(self):
         return self.outer_values is not None and self.outer_values.sees_operations()
+
+    def scg_only(self, fn, args):
+        h = self.outer_values
+        return fn(*args) if h is None else h.scg_only(fn, args)
 
     def floor(self):
         return 0 if self.outer_values is None else self.outer_values.floor()
@@ -352,6 +358,14 @@ def sees_operations():
     not used)?"""
     h = THREAD.values
     return h is not None and h.sees_operations()
+
+
+def scg_only(fn, *args):
+    """fn(*args), where fn is scg's own code and calls none of the user's (the backward
+    pass: the rules of scg's primitives): a handler that watches the calls the user's code
+    makes (scg.jit's recording) need not watch it."""
+    h = THREAD.values
+    return fn(*args) if h is None else h.scg_only(fn, args)
 
 
 def floor():

@@ -11,6 +11,7 @@ derivatives of any order work.
 """
 
 import itertools
+import os
 import threading
 from heapq import heappop, heappush
 
@@ -242,6 +243,23 @@ class Primitive:
         return f"<primitive {self.name}>"
 
 
+_SCG_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "")
+
+
+class RULES:
+    """`of_users`: has code outside scg attached a rule (docs/autodiff.md)? A backward pass
+    then may run the user's code, which scg.jit's recording must watch."""
+
+    of_users = False
+
+
+def _note_whose(rules):
+    for rule in rules:
+        code = getattr(rule, "__code__", None)
+        if rule is not None and (code is None or not code.co_filename.startswith(_SCG_DIR)):
+            RULES.of_users = True
+
+
 def defvjp(prim, *rules):
     """Attach VJP rules: rule i maps (g, ans, *args, **kwargs) to the cotangent of arg i.
 
@@ -249,6 +267,7 @@ def defvjp(prim, *rules):
     """
     if prim.plain_vjps is not None:
         raise ValueError(f"{prim.name}: attach the traced rules before their plain twins")
+    _note_whose(rules)
     for i, rule in enumerate(rules):
         if rule is not None:
             prim.vjps[i] = rule
@@ -262,6 +281,7 @@ def defvjp_plain(prim, *rules):
     written in primitives would pay a primitive call per operation there, for nothing to
     record. A rule given as None keeps the traced rule for that argument.
     """
+    _note_whose(rules)
     prim.plain_vjps = dict(prim.vjps)
     for i, rule in enumerate(rules):
         if rule is not None:

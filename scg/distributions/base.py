@@ -151,7 +151,7 @@ class Distribution:
         """The log-probability this distribution gave last for the per-draw `value` (the
         same object), if its parameters are still the same objects; else None."""
         last = self.__dict__.get("_last_log_prob")
-        if last is None or last[1] is not _held(value):
+        if last is None or last[1] is not _held(value) or last[4] is not _deps(value):
             return None
         state = state_of(self)
         if len(last[2]) != len(state) or not all(a is b for a, b in zip(last[2], state)):
@@ -189,6 +189,16 @@ class Distribution:
         IndeCateR serve every family that declares it."""
         raise NotImplementedError(f"{type(self).__name__} declares no finite support "
                                   "(enumerate_support)")
+
+    def log_prob_of_support(self):
+        """log_prob at every value of `enumerate_support()` at once: shape (S,) +
+        batch_shape, the values along the first axis. By default log_prob of the values
+        laid along that axis; a family may give it without comparing every value with the
+        others (Categorical: its normalized log-probabilities, transposed). Marginalize
+        asks it for a site's own factor."""
+        values = np.asarray(self.enumerate_support(expand=False))
+        return self.log_prob(values.reshape(values.shape[:1] + (1,) * len(self.batch_shape) +
+                                            tuple(self.event_shape)))
 
     def relaxed(self, temperature):
         """The concrete relaxation at `temperature`: a `scg.distributions.relaxed`
@@ -438,10 +448,11 @@ def _reuse_last(log_prob):
         state = state_of(self)
         last = self.__dict__.get("_last_log_prob")
         if last is not None and last[0] is log_prob and last[1] is _held(value) and \
-                len(last[2]) == len(state) and all(a is b for a, b in zip(last[2], state)):
+                last[4] is _deps(value) and len(last[2]) == len(state) and \
+                all(a is b for a, b in zip(last[2], state)):
             return last[3]
         lp = log_prob(self, value)
-        self._last_log_prob = (log_prob, _held(value), state, lp)
+        self._last_log_prob = (log_prob, _held(value), state, lp, _deps(value))
         return lp
     return reuse
 
@@ -453,6 +464,13 @@ def _held(value):
     if not isinstance(value, Tracer) or type(value).floor:
         return value
     return value.value
+
+
+def _deps(value):
+    """The sites a per-draw value depends on (its `deps`, shared by its aliases): two
+    values of the marginalized sites of a chain's steps may hold the same array
+    (scg/stochastic/reuse.py) and depend on different sites."""
+    return getattr(value, "deps", None)
 
 
 def _is_per_draw(value):

@@ -276,6 +276,7 @@ class Jitted:
             # are the last one's, which must still hold when it returns)
             confirming = entry.last is not None and entry.check(leaves, arrays)
             watch = _UNWATCHED if confirming else Watch(self._kinds, self._trusted)
+            rec.watch = None if confirming else watch
             effects.push(rec)
             try:
                 with watch:

@@ -38,7 +38,7 @@ from ..core import pytree
 from ..core.effects import Handler, State
 from ..core.lowering import INLINE
 from ..core.random_state import restore_position, save_position
-from ..core.tape import THREAD, Tracer, strip
+from ..core.tape import RULES, THREAD, Tracer, strip
 
 
 class Miss(Exception):
@@ -68,6 +68,10 @@ class _Recording(Handler):
         self.written = set()  # ids of the objects that effects update
         self.immediate = False
         self.n_slots = 0
+        self.changes = 0  # values changed in place during the call (see Var.version)
+        self.kept_lines = set()  # the checks of state kept between calls, once each
+        self.reshaped = {}  # slot of a value recorded as a reshape -> its input's name
+        self.watch = None  # what watches the calls of the user's code (jit/watch.py)
         self.open = True
         self._const_ids = {}
         self._keep = []
@@ -78,10 +82,12 @@ class _Recording(Handler):
         """The name of a constant argument: compared by value between recordings."""
         key = id(x)
         name = self._const_ids.get(key)
-        if name is None or type(x) is np.ndarray:  # (an array may change between uses)
+        if name is None:
             name = f"c{len(self.consts)}"
-            self.consts.append(_frozen(x))
-            if type(x) is not np.ndarray:
+            frozen = _frozen(x)
+            self.consts.append(frozen)
+            # (one name per object, unless it is an array that may change between uses)
+            if type(x) is not np.ndarray or frozen is x:
                 self._const_ids[key] = name
                 self._keep.append(x)  # (so that its id is not reused while recording)
         return name
@@ -175,6 +181,11 @@ class _Recording(Handler):
             parts += [f"{k}={self._expr(v)}" for k, v in kwargs.items()]
         if expr is not None:
             out = self._new(ans)
+            if getattr(inline, "reshapes_first", False) and type(args[0]) is Var:
+                # (a reshape of a reshape: one reshape of the first one's input)
+                base = self.reshaped.get(args[0].slot, parts[0])
+                expr = f"{base}.reshape({np.shape(ans)!r})"
+                self.reshaped[out.slot] = base
             self.lines.append(f"v{out.slot} = {expr}")
             return out
         if type(ans) is tuple:
@@ -260,8 +271,11 @@ class _Recording(Handler):
         obj = getter(*args)
         parts = ", ".join(self.ref(a) if not isinstance(a, (str, int)) else repr(a)
                           for a in args)
-        self.lines.append(f"if {self.ref(getter)}({parts}) is not {self.ref(obj)}: "
-                          f"raise Miss({len(self.guards)})")
+        line = f"if {self.ref(getter)}({parts}) is not {self.ref(obj)}: raise Miss"
+        if line in self.kept_lines:  # (checked once: nothing a replay runs replaces it)
+            return obj
+        self.kept_lines.add(line)
+        self.lines.append(f"{line}({len(self.guards)})")
         self.guards.append((len(self.lines), "state", "state kept between calls was "
                             "replaced (a restored checkpoint)"))
         return obj
@@ -306,6 +320,18 @@ class _Recording(Handler):
     def sees_operations(self):
         return True
 
+    def scg_only(self, fn, args):
+        # (scg's own code: the watch of the user's calls looks away meanwhile, unless a
+        # rule of the user's may run in it)
+        watch = self.watch
+        if watch is None or RULES.of_users:
+            return fn(*args)
+        watch.pause()
+        try:
+            return fn(*args)
+        finally:
+            watch.resume()
+
     def floor(self):
         return self.level
 
@@ -326,19 +352,6 @@ _PLAIN_CONSTANTS = (int, float, bool, str, complex)
 # primitives whose result's shape may depend on the values of their arguments
 _VALUE_SHAPED = frozenset(["getitem", "gather", "take", "take_along_axis"])
 _new_var = object.__new__
-
-
-def _static_index(name, args):
-    """Is the result's shape fixed by the operands' shapes (an index of ints, slices,
-    None and Ellipsis: no boolean mask)?"""
-    if name != "getitem" or len(args) != 2:
-        return False
-    index = args[1]
-    parts = index if type(index) is tuple else (index,)
-    return all(type(p) in _STATIC_INDEX for p in parts)
-
-
-_STATIC_INDEX = frozenset([int, slice, type(None), type(Ellipsis)])
 
 
 def _is_plain_function(fn):
@@ -428,8 +441,10 @@ class Var(Tracer):
             # recording is off this thread's effect stack): computed as it is
             return prim.fn(*[_concrete(a) for a in args],
                            **{k: _concrete(v) for k, v in kwargs.items()})
+        # (an index of constants gives a result of a fixed shape: the constants are
+        # part of the program; a recorded index may be a mask, whose count is a value)
         return rec.apply(prim.fn, args, kwargs, guard_shape=nested or (
-            prim.name in _VALUE_SHAPED and not _static_index(prim.name, args)))
+            prim.name in _VALUE_SHAPED and any(_holds_var(a) for a in args[1:])))
 
     @property
     def value(self):
@@ -443,7 +458,14 @@ class Var(Tracer):
 
     @property
     def shape(self):
-        return np.shape(self.concrete)
+        c = self.concrete
+        return c.shape if type(c) is np.ndarray else np.shape(c)
+
+    @property
+    def version(self):
+        """How many values of the call were changed in place so far: the results of
+        operations on this value may differ from earlier ones' once it changes."""
+        return self.rec.changes
 
     @property
     def dtype(self):
@@ -481,6 +503,7 @@ class Var(Tracer):
                 self.rec.refuse("a value was changed in place (x -= ..., x[i] = ...): a "
                                 "replay cannot change the caller's array")
             op(value, _concrete(other), out=value)
+            self.rec.changes += 1
             return self
         return getattr(self, f"__{op.__name__}__")(other)
 
@@ -502,6 +525,7 @@ class Var(Tracer):
             self.rec.refuse("a value was changed in place (x[i] = ...): a replay cannot "
                             "change the caller's array")
         value[_concrete(index)] = _concrete(other)
+        self.rec.changes += 1
 
     def __array__(self, dtype=None, copy=None):
         value = np.asarray(self.read("it became a plain numpy array"))

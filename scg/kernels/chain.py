@@ -5,10 +5,12 @@ ones P (..., m - 1, K, K) (P[i, j, k] between variable i at j and variable i + 1
 leading dims are a batch. `chain_log_partition(U, P)` is log sum over the K^m joint values
 of exp(sum of the potentials), by the forward algorithm (m K^2 work). Its derivatives are
 the marginals: in U the one-variable marginals, in P the pairwise ones
-(`chain_marginals`), computed by the forward-backward algorithm in one numba pass; their own
+(`chain_marginals`: both from one forward-backward pass in numba); their own
 derivatives differentiate numpy twins of the same recursions on the tape, so derivatives of
 every order follow (scg/stochastic/marginal.py sums a `scg.markov` chain with them).
 """
+
+import threading
 
 import numpy as np
 from numba import njit
@@ -123,6 +125,19 @@ def _both_marginals(u, p):
     return mu.reshape(lead + mu.shape[1:]), mp.reshape(lead + mp.shape[1:])
 
 
+def _joined_marginals(u, p):
+    """Both marginals from one pass, flattened and joined along a last axis (the unary
+    ones first): shape (..., m K + (m - 1) K^2)."""
+    u, p, lead = _flat(u, p)
+    batch, m, k = u.shape
+    alpha, step = np.empty(u.shape), np.empty(u.shape[:2])
+    _forward(u, p, alpha, step)
+    out = np.empty((batch, m * k + (m - 1) * k * k))
+    _marginals(u, p, alpha, step, out[:, :m * k].reshape(u.shape),
+               out[:, m * k:].reshape(p.shape))
+    return out.reshape(lead + out.shape[1:])
+
+
 # ---------------------------------------------------------------------- numpy twins
 def _twin_alphas(u, p):
     m = R.shape(u)[-2]
@@ -162,6 +177,21 @@ def _twin_pairwise(u, p):
     return np.exp(np.stack(pairs, axis=-3) - log_z[..., None, None, None])
 
 
+def _split(joined, u_shape, p_shape):
+    """The unary and pairwise marginals out of `chain_marginals`'s joined array."""
+    lead = tuple(R.shape(joined))[:-1]
+    m, k = u_shape[-2:]
+    return (R.reshape(joined[..., :m * k], lead + (m, k)),
+            R.reshape(joined[..., m * k:], lead + (m - 1, k, k)))
+
+
+def _twin_joined(u, p):
+    unary, pairwise = _twin_unary(u, p), _twin_pairwise(u, p)
+    lead = tuple(R.shape(unary))[:-2]
+    return np.concatenate([R.reshape(unary, lead + (-1,)), R.reshape(pairwise, lead + (-1,))],
+                          axis=-1)
+
+
 _BATCH = R.batch_core_dims(2, 3)
 
 chain_log_partition = Primitive(
@@ -174,12 +204,39 @@ chain_pairwise_marginals = Primitive(
     "chain_pairwise_marginals", lambda u, p: _both_marginals(u, p)[1], batch=_BATCH,
     doc="The pairwise marginals of a chain's neighbours, shape (..., m - 1, K, K).")
 
-defvjp(chain_log_partition,
-       lambda g, ans, u, p: R.unbroadcast(R.multiply(R.reshape(g, R.shape(g) + (1, 1)),
-                                                     chain_unary_marginals(u, p)), R.shape(u)),
-       lambda g, ans, u, p: R.unbroadcast(R.multiply(R.reshape(g, R.shape(g) + (1, 1, 1)),
-                                                     chain_pairwise_marginals(u, p)),
-                                          R.shape(p)))
+chain_marginals = Primitive(
+    "chain_marginals", _joined_marginals, batch=_BATCH,
+    doc="Both marginals of a chain from one forward-backward pass, flattened and joined: "
+        "shape (..., m K + (m - 1) K^2), the unary ones first.")
+
+
+class _Stash(threading.local):
+    last = None  # (g, u, p, pairwise marginals) left by the rule of u for the rule of p
+
+
+_STASH = _Stash()
+
+
+def _unary_rule(g, ans, u, p):
+    # both marginals from one pass: the pairwise ones are left for the rule of p, which
+    # the backward pass calls next with the same cotangent and arguments
+    unary, pairwise = _split(chain_marginals(u, p), R.shape(u), R.shape(p))
+    _STASH.last = (g, u, p, pairwise)
+    return R.unbroadcast(R.multiply(R.reshape(g, R.shape(g) + (1, 1)), unary), R.shape(u))
+
+
+def _pairwise_rule(g, ans, u, p):
+    last, _STASH.last = _STASH.last, None
+    if last is not None and last[0] is g and last[1] is u and last[2] is p:
+        pairwise = last[3]
+    else:  # (u has no derivative here)
+        pairwise = chain_pairwise_marginals(u, p)
+    return R.unbroadcast(R.multiply(R.reshape(g, R.shape(g) + (1, 1, 1)), pairwise),
+                         R.shape(p))
+
+
+defvjp(chain_log_partition, _unary_rule, _pairwise_rule)
+defvjp(chain_marginals, composite_vjp(_twin_joined, 0), composite_vjp(_twin_joined, 1))
 defvjp(chain_unary_marginals, composite_vjp(_twin_unary, 0), composite_vjp(_twin_unary, 1))
 defvjp(chain_pairwise_marginals, composite_vjp(_twin_pairwise, 0),
        composite_vjp(_twin_pairwise, 1))

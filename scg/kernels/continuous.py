@@ -57,20 +57,44 @@ def _xdivy_scalar(c, x):
 # ---------------------------------------------------------------- Normal(loc, scale)
 @njit(cache=True, error_model="numpy")
 def _normal(which, x, loc, scale):
-    z = (x - loc) / scale
+    return _normal_at(which, x, loc, scale, math.log(scale) if which == 0 else 0.0)
+
+
+@njit(cache=True, error_model="numpy")
+def _normal_at(which, x, loc, scale, log_scale):
+    # (a scale of 1 divides by nothing: x / 1.0 is x, the same bits without a division)
+    z = x - loc if scale == 1.0 else (x - loc) / scale
     if which == 0:
-        return -0.5 * z * z - math.log(scale) - _HALF_LOG_2PI
+        return -0.5 * z * z - log_scale - _HALF_LOG_2PI
     if which == 1:
-        return -z / scale
+        return -z if scale == 1.0 else -z / scale
     if which == 2:
-        return z / scale
-    return (z * z - 1.0) / scale
+        return z if scale == 1.0 else z / scale
+    return z * z - 1.0 if scale == 1.0 else (z * z - 1.0) / scale
+
+
+@njit(cache=True, error_model="numpy")
+def _all_equal(a, first):
+    for i in range(a.shape[0]):
+        for j in range(a.shape[1]):
+            if a[i, j] != first:
+                return False
+    return True
 
 
 @njit(sig(3), cache=True, error_model="numpy")
 def normal_density(which, out, x, loc, scale):
-    for i in range(out.shape[0]):
-        for j in range(out.shape[1]):
+    rows, cols = out.shape
+    if which == 0 and rows and cols and _all_equal(scale, scale[0, 0]):
+        # (one scale, as a mixture's or an HMM's unit emissions: its log taken once)
+        s = scale[0, 0]
+        log_scale = math.log(s)
+        for i in range(rows):
+            for j in range(cols):
+                out[i, j] = _normal_at(0, x[i, j], loc[i, j], s, log_scale)
+        return
+    for i in range(rows):
+        for j in range(cols):
             out[i, j] = _normal(which, x[i, j], loc[i, j], scale[i, j])
 
 

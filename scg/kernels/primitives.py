@@ -15,6 +15,7 @@ second and higher orders are exact compositions of primitives.
 """
 
 import math
+import re
 
 import numpy as np
 from numba import njit  # noqa: F401  (re-exported for the kernel modules)
@@ -51,13 +52,20 @@ def run(kernel, which, *args):
     shape = max(shapes, key=len)  # the broadcast, unless two shapes of several entries differ
     if any(s != shape and math.prod(s) != 1 for s in shapes):
         shape = np.broadcast_shapes(*shapes)
+    size = math.prod(shape)
     rows = shape[0] if shape else 1
     cols = math.prod(shape[1:])
+    if any(a.size not in (size, 1) for a in arrays):  # (broadcast along some axes)
+        # the grid whose rows and columns each merge the axes of every argument (broadcast
+        # ones by a stride of 0): views of the arguments, no copies
+        grid = _strided_grid(shape, [a.shape for a in arrays], [a.strides for a in arrays])
+        if grid is not None:
+            rows, cols = grid[:2]
     views = []
     for a in arrays:
-        if a.shape == shape or a.size == rows * cols:  # (then the entries line up)
+        if a.size == size:  # (then the entries line up)
             v = a.reshape(rows, cols)  # a new view, whatever a's flags are
-        elif a.size == 1 and rows * cols <= 4096:  # a small fill is cheaper than broadcast_to
+        elif a.size == 1 and size <= 4096:  # a small fill is cheaper than broadcast_to
             v = np.full((rows, cols), a.reshape(-1)[0])
         else:
             v = np.broadcast_to(a, shape).reshape(rows, cols)  # copies only if strides cannot merge
@@ -68,6 +76,43 @@ def run(kernel, which, *args):
     out = np.empty((rows, cols))
     kernel(which, out, *views)
     return out.reshape(shape)
+
+
+def _strided_grid(shape, shapes, strides):
+    """(rows, cols, [(row stride, column stride) per argument]): the split of `shape`'s axes
+    into rows and columns (the most columns first) along which every argument, of shape
+    `shapes[i]` and byte strides `strides[i]` broadcast to `shape`, is a 2-D strided view;
+    None if no split allows it."""
+    n = len(shape)
+    aligned = []
+    for s, st in zip(shapes, strides):
+        pad = n - len(s)
+        aligned.append([0] * pad + [0 if s[k] == 1 else st[k] for k in range(len(s))])
+    for split in range(n + 1):
+        found = []
+        for st in aligned:
+            r, c = _merged(shape[:split], st[:split]), _merged(shape[split:], st[split:])
+            if r is None or c is None:
+                break
+            found.append((r, c))
+        else:
+            return math.prod(shape[:split]), math.prod(shape[split:]), found
+    return None
+
+
+def _merged(sizes, strides):
+    """The stride of the axes `sizes` (with `strides`) merged into one, in C order, or None
+    if they do not merge (a broadcast axis beside one that is not)."""
+    stride = expected = None
+    for n, st in zip(reversed(sizes), reversed(strides)):
+        if n == 1:
+            continue
+        if stride is None:
+            stride = st
+        elif st != expected:
+            return None
+        expected = st * n
+    return 0 if stride is None else stride
 
 
 _F64 = np.dtype(np.float64)
@@ -164,12 +209,17 @@ def _entry(kernel):
 _ENTRY = {}  # kernel -> its compiled entry point (see _entry)
 
 
-def _small_call(kernel, which, args):
+def _small_call(kernel, which, args, fixed=()):
     """For scg.jit: `run(kernel, which, *args)` as a function specialized to the recorded
     kinds and shapes of args (what `_run_small` decides on every call, decided once), or
-    None when `_run_small` would not take the call."""
-    a0 = args[0]
-    if type(a0) is not np.ndarray or not a0.ndim or a0.size >= PARALLEL_MIN:
+    None when the call is not a small one: every argument either of the shape of the first
+    array among them or a single value.
+
+    `fixed`: the indices of single values that are constants of the program; the function
+    then takes those it lists in its attribute `prefilled` already filled in (`filled`),
+    so a replay fills only the others."""
+    a0 = next((a for a in args if type(a) is np.ndarray and a.ndim), None)
+    if a0 is None or a0.size >= PARALLEL_MIN:
         return None
     kinds = [_small_kind(a, a0) for a in args]
     if None in kinds:
@@ -187,11 +237,16 @@ def _small_call(kernel, which, args):
                      "size": a0.size, "shape": a0.shape}
         exec(compile(source, f"<scg.jit kernel {getattr(kernel, '__name__', '')}>", "exec"),
              namespace)
+        namespace["call"].prefilled = ()
         return namespace["call"]
-    views, fills = [], []
+    grid = _grid(a0)
+    views, fills, prefilled = [], [], []
     for k, (a, kind) in enumerate(zip(args, kinds)):
-        if kind == "view":
-            views.append(f"a{k}.reshape(grid)")
+        if k in fixed and kind != "view":
+            views.append(f"a{k}")  # (filled in once: `filled`)
+            prefilled.append(k)
+        elif kind == "view":
+            views.append(f"a{k}" if a0.shape == grid else f"a{k}.reshape(grid)")
         else:
             value = f"a{k}" if kind == "fill" else f"a{k}.item()"
             fills.append(f"    b{k} = empty(grid)\n    b{k}.fill({value})\n")
@@ -199,12 +254,84 @@ def _small_call(kernel, which, args):
     source = (f"def call({names}):\n" + "".join(fills) +
               f"    out = empty(grid)\n"
               f"    entry(which, out, {', '.join(views)})\n"
-              f"    return out.reshape(shape)\n")
+              f"    return out{'' if a0.shape == grid else '.reshape(shape)'}\n")
     namespace = {"empty": np.empty, "entry": _entry(kernel), "which": which,
-                 "grid": _grid(a0), "shape": a0.shape}
+                 "grid": grid, "shape": a0.shape}
     exec(compile(source, f"<scg.jit kernel {getattr(kernel, '__name__', '')}>", "exec"),
          namespace)
+    namespace["call"].prefilled = tuple(prefilled)
     return namespace["call"]
+
+
+def _broadcast_call(kernel, which, args, fixed):
+    """For scg.jit: `run(kernel, which, *args)` for arguments that broadcast along some
+    axes (a mixture's observations against its components' locations), specialized to the
+    recorded shapes: the arguments of the program (not in `fixed`) must be C-contiguous
+    arrays in a replay, and are passed as strided views without copies; the constants are
+    laid out once (`laid_out`, the function's attribute `prefilled` lists them). None for
+    a call it does not take (large, other dtypes, axes that merge no way)."""
+    arrays = [np.asarray(a) for a in args]
+    if any(a.dtype != _F64 for a in arrays) or \
+            any(k not in fixed and type(a) is not np.ndarray for k, a in enumerate(args)):
+        return None
+    shape = np.broadcast_shapes(*[a.shape for a in arrays])
+    size = math.prod(shape)
+    if not shape or not size or size >= PARALLEL_MIN:
+        return None
+    recorded = [k for k in range(len(args)) if k not in fixed]
+    # (the arguments of the program as C-contiguous arrays; the constants fit any grid)
+    grid = _strided_grid(shape, [arrays[k].shape for k in recorded],
+                         [_contiguous_strides(arrays[k].shape) for k in recorded])
+    if grid is None:
+        return None
+    rows, cols, found = grid
+    strides = dict(zip(recorded, found))
+    names = ", ".join(f"a{k}" for k in range(len(args)))
+    views = [f"a{k}" if k in fixed else f"ndarray(grid, f64, a{k}, 0, {strides[k]!r})"
+             for k in range(len(args))]
+    contiguous = " and ".join(f"a{k}.flags.c_contiguous" for k in recorded) or "True"
+    fallback = ", ".join(f"a{k}.reshape(shape)" if k in fixed else f"a{k}"
+                         for k in range(len(args)))
+    source = (f"def call({names}):\n"
+              f"    if not ({contiguous}):\n"
+              f"        return run(kernel, which, {fallback})\n"
+              f"    out = empty(grid)\n"
+              f"    entry(which, out, {', '.join(views)})\n"
+              f"    return out.reshape(shape)\n")
+    namespace = {"empty": np.empty, "ndarray": np.ndarray, "f64": _F64, "run": run,
+                 "kernel": kernel, "entry": _entry(kernel), "which": which,
+                 "grid": (rows, cols), "shape": shape}
+    exec(compile(source, f"<scg.jit kernel {getattr(kernel, '__name__', '')}>", "exec"),
+         namespace)
+    namespace["call"].prefilled = tuple(fixed)
+    namespace["call"].grid = (rows, cols), shape
+    return namespace["call"]
+
+
+def _contiguous_strides(shape):
+    strides, step = [], 8
+    for n in reversed(shape):
+        strides.append(step)
+        step *= n
+    return tuple(reversed(strides))
+
+
+def laid_out(value, grid, shape):
+    """A constant argument of `_broadcast_call`'s function: broadcast to the call's shape
+    and laid out on its grid, read-only."""
+    out = np.ascontiguousarray(np.broadcast_to(np.asarray(value, dtype=float), shape))
+    out = out.reshape(grid)
+    out.flags.writeable = False
+    return out
+
+
+def filled(value, a0):
+    """A single value (a number or a one-entry array) filled into the kernels' grid for
+    draws shaped like a0, read-only: a constant argument of `_small_call`'s function."""
+    out = np.empty(_grid(a0))
+    out.fill(value if type(value) is not np.ndarray else value.item())
+    out.flags.writeable = False
+    return out
 
 
 def _inline_kernel(kernel, which):
@@ -214,15 +341,32 @@ def _inline_kernel(kernel, which):
     def inline(args, kwargs, ans, exprs, named, const):
         if kwargs:
             return None
-        key = tuple((type(a), getattr(a, "shape", None), getattr(a, "dtype", None))
-                    for a in args)
+        # (the constants of the program: filled in or laid out once, below)
+        constants = tuple(k for k, e in enumerate(exprs) if not _RECORDED.match(e))
+        fixed = tuple(k for k in constants if type(args[k]) is not np.ndarray or
+                      args[k].size == 1)
+        key = (constants,) + tuple((type(a), getattr(a, "shape", None), getattr(a, "dtype", None))
+                               for a in args)
         if key not in calls:
             if len(calls) >= 64:  # (shapes that change on every call)
                 calls.clear()
-            calls[key] = _small_call(kernel, which, args)
+            calls[key] = _small_call(kernel, which, args, fixed) or \
+                _broadcast_call(kernel, which, args, constants)
         call = calls[key]
-        return None if call is None else f"{const(call)}({', '.join(exprs)})"
+        if call is None:
+            return None
+        if call.prefilled:
+            grid = getattr(call, "grid", None)
+            if grid is None:
+                a0 = next(a for a in args if type(a) is np.ndarray and a.ndim)
+            exprs = [e if k not in call.prefilled else const(
+                filled(a, a0) if grid is None else laid_out(a, *grid))
+                for k, (a, e) in enumerate(zip(args, exprs))]
+        return f"{const(call)}({', '.join(exprs)})"
     return inline
+
+
+_RECORDED = re.compile(r"v\d+$")  # (the name of a recorded value in a program's source)
 
 
 # below this many entries a thread launch costs more than it saves

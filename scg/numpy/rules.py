@@ -6,6 +6,7 @@ A rule has the signature (g, ans, *args, **kwargs) -> cotangent of one argument.
 """
 
 import math
+import re
 
 import numpy as np
 
@@ -355,6 +356,8 @@ maximum = prim("maximum", np.maximum, batch=EW)
 minimum = prim("minimum", np.minimum, batch=EW)
 
 def _log_nonnegative(x):
+    if type(x) is np.ndarray and x.all():  # (no 0: no division by zero to silence)
+        return np.log(x)
     with np.errstate(divide="ignore"):  # (log 0 = -inf, without numpy's warning)
         return np.log(x)
 
@@ -366,9 +369,9 @@ log_nonnegative = prim("log_nonnegative", _log_nonnegative, batch=EW)
 
 def _log_nonnegative_vjp(g, ans, x):
     plain = strip(x)
-    at_zero = plain == 0
-    if not np.any(at_zero):
+    if np.all(plain):  # (no 0; nan counts as not 0, as it is not == 0)
         return divide(g, x)
+    at_zero = plain == 0
     reached = at_zero & (strip(g) != 0)
     return where(at_zero, np.where(reached, np.inf, 0.0), divide(g, where(at_zero, 1.0, x)))
 
@@ -588,7 +591,8 @@ def _sum_large(x, axis, keepdims):
     if axes == (0,):
         out = np.ones(x.shape[0]) @ x.reshape(x.shape[0], -1)
         return out.reshape((1,) * keepdims + x.shape[1:])
-    if axes == (x.ndim - 1,):
+    if axes == (x.ndim - 1,) and x.size // x.shape[-1] >= x.shape[-1]:
+        # (many short rows; a few long ones numpy sums faster itself)
         out = x.reshape(-1, x.shape[-1]) @ np.ones(x.shape[-1])
         return out.reshape(x.shape[:-1] + (1,) * keepdims)
     return None
@@ -616,6 +620,20 @@ sum_.axes = mean.axes = max_.axes = min_.axes = _axes_reduction
 # (np.any / np.all along logical axes: per draw, a value like any other reduction)
 any_ = prim("any", np.any, "jump", batch=_batch_reduction)
 all_ = prim("all", np.all, "jump", batch=_batch_reduction)
+
+
+def _inline_method(name):
+    """scg.jit: np.all(x) or np.any(x) of a whole array as its method (the same reduction
+    without np.all's Python wrapper)."""
+    def inline(args, kwargs, ans, exprs, named, const):
+        if kwargs or len(args) != 1 or type(args[0]) is not np.ndarray:
+            return None
+        return f"{exprs[0]}.{name}()"
+    return inline
+
+
+INLINE[np.all] = _inline_method("all")
+INLINE[np.any] = _inline_method("any")
 any_.axes = all_.axes = _axes_reduction
 
 
@@ -666,6 +684,7 @@ def _inline_swapaxes(args, kwargs, ans, exprs, named, const):
 
 
 _inline_reshape.constant_settings = _inline_swapaxes.constant_settings = True
+_inline_reshape.reshapes_first = True  # (scg.jit writes a reshape of a reshape as one)
 INLINE[_reshape] = _inline_reshape
 INLINE[_swapaxes] = _inline_swapaxes
 
@@ -905,6 +924,8 @@ def _unbox(x):
 class _Slot:
     """Marks where a traced index array goes in a `gather` index template."""
 
+    scg_marker = True  # (a singleton, the same in every template: compared by identity)
+
     def __repr__(self):
         return "<slot>"
 
@@ -1066,9 +1087,41 @@ def _batch_gather(prim, args, kwargs, batched):
     return transpose(out, tuple(order))
 
 
-getitem = prim("getitem", lambda x, index: x[index], batch=_batch_getitem)
-gather = prim("gather", lambda x, template, *arrays: x[_fill(template, arrays)],
-              batch=_batch_gather)
+def _gather(x, template, *arrays):
+    return x[_fill(template, arrays)]
+
+
+def _fixed_index(template, arrays, exprs):
+    """scg.jit: a gather's index when its arrays are constants of the program (the values
+    of marginalized sites, a table's rows): filled in and converted to integers once, at
+    the recording; None when an array is recorded (a draw)."""
+    if any(_RECORDED.match(e) for e in exprs):
+        return None
+    return _fill(template, arrays)
+
+
+def _inline_gather(args, kwargs, ans, exprs, named, const):
+    index = _fixed_index(args[1], args[2:], exprs[2:])
+    return None if index is None else f"{exprs[0]}[{const(index)}]"
+
+
+_RECORDED = re.compile(r"v\d+$")  # (the name of a recorded value in a program's source)
+def _getitem(x, index):
+    return x[index]
+
+
+def _inline_getitem(args, kwargs, ans, exprs, named, const):
+    return f"{exprs[0]}[{exprs[1]}]" if not _holds_recorded(exprs[1]) else None
+
+
+def _holds_recorded(expr):
+    return re.search(r"\bv\d+\b", expr) is not None
+
+
+INLINE[_gather] = _inline_gather
+INLINE[_getitem] = _inline_getitem
+getitem = prim("getitem", _getitem, batch=_batch_getitem)
+gather = prim("gather", _gather, batch=_batch_gather)
 
 
 class _LabelledIndex:
@@ -1172,8 +1225,17 @@ def take(x, indices, axis=None):
 untake = prim("untake", _untake)
 # (gather's transpose with the traced index arrays as arguments of their own, as gather
 # takes them: a tracer of those arrays, scg.jit's recorded draws, sees the call)
-untake_at = prim("untake_at", lambda g, template, x_shape, *arrays:
-                 _untake(g, _fill(template, arrays), x_shape))
+def _untake_at(g, template, x_shape, *arrays):
+    return _untake(g, _fill(template, arrays), x_shape)
+
+
+def _inline_untake_at(args, kwargs, ans, exprs, named, const):
+    index = _fixed_index(args[1], args[3:], exprs[3:])
+    return None if index is None else f"{const(_untake)}({exprs[0]}, {const(index)}, {exprs[2]})"
+
+
+INLINE[_untake_at] = _inline_untake_at
+untake_at = prim("untake_at", _untake_at)
 
 
 def _batch_take_along_axis(prim, args, kwargs, batched):
@@ -1516,12 +1578,17 @@ def _relu(x):
 
 
 def _logsumexp(x, axis=None, keepdims=False):
+    # (np.max and np.sum without their Python wrappers: the same reductions)
     x = np.asarray(x, dtype=float)
-    m = np.max(x, axis=axis, keepdims=True)
-    m = np.where(np.isfinite(m), m, 0.0)
-    with np.errstate(divide="ignore"):  # all entries -inf: the answer is -inf
-        out = np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True)) + m
-    return out if keepdims else np.squeeze(out, axis=axis) if axis is not None else out.reshape(())
+    m = np.maximum.reduce(x, axis, None, None, True)
+    finite = np.isfinite(m)
+    if finite.all():  # (then every sum is at least 1: no log of 0 to silence)
+        out = np.log(np.add.reduce(np.exp(x - m), axis, None, None, True)) + m
+    else:
+        m = np.where(finite, m, 0.0)
+        with np.errstate(divide="ignore"):  # all entries -inf: the answer is -inf
+            out = np.log(np.add.reduce(np.exp(x - m), axis, None, None, True)) + m
+    return out if keepdims else out.squeeze(axis) if axis is not None else out.reshape(())
 
 
 def _log_softmax(x, axis=-1):

@@ -33,6 +33,7 @@ from ..kernels.chain import chain_log_partition
 from ..numpy import rules as R
 from .copies import Replan
 from .persample import Deps, PerSample
+from .reuse import Reuse
 from .runtime import current_run, send as _send
 
 # the plan's entry (kept across calls, see copies.py) for the plates' nesting: the dims of
@@ -64,13 +65,25 @@ class Chain:
 
 class Factor:
     """A log-potential: `value` of shape (sizes of `names`) + (the plates' dims), over the
-    marginalized sites `names` (in the order of the value's axes) and the plates `plates`."""
+    marginalized sites `names` (in the order of the value's axes) and the plates `plates`.
 
-    __slots__ = ("value", "names", "plates", "term")
+    Given as `raw` with a `layout` (that shape), the value is `raw` reshaped to it when
+    first asked for: a chain stacks the raw values of its steps and reshapes the stack
+    once (`_steps`), not each step's."""
 
-    def __init__(self, value, names, plates, term=None):
-        self.value, self.names, self.plates = value, names, plates
+    __slots__ = ("raw", "layout", "names", "plates", "term", "_value")
+
+    def __init__(self, value, names, plates, term=None, layout=None):
+        self.raw, self.layout = value, layout
+        self._value = value if layout is None else None
+        self.names, self.plates = names, plates
         self.term = term  # the likelihood term's name (None for a table built by the sum)
+
+    @property
+    def value(self):
+        if self._value is None:
+            self._value = np.reshape(self.raw, self.layout)
+        return self._value
 
 
 class Marginal:
@@ -85,6 +98,11 @@ class Marginal:
         self.factors = []
         self.chains = []  # the open scg.markov loops, outermost first
         self.chain_at = {}  # id of a loop's Chain -> the Chain (also once closed)
+        # the per-draw operations on the sites' values, computed once (reuse.py); the
+        # values themselves, one array per slot and support
+        self.reuse = Reuse()
+        self._values = {}
+        self._tables = {}  # a family's state and a slot -> its own factor's physical value
 
     # ------------------------------------------------------------ sites
     def depends(self, value):
@@ -113,12 +131,83 @@ class Marginal:
             self.slots.append(site)
         else:
             self.slots[slot] = site
-        shaped = support.reshape((size,) + (1,) * (self.nesting + slot) + event)
-        physical = np.broadcast_to(shaped, (self.run.rows,) + shaped.shape)
-        value = PerSample(physical, self.run.level, Deps(frozenset({name})))
+        value = PerSample(self._laid_out(support, slot, event), self.run.level,
+                          Deps(frozenset({name})))
         # its own log-probability is a factor: p(z | its parents)
-        self.add(name, (given if given is not None else dist).log_prob(value), plates)
+        self.add(name, self._own_log_prob(name, given if given is not None else dist, value,
+                                          slot), plates)
         return value
+
+    def _own_log_prob(self, name, given, value, slot):
+        """log_prob(value) of the site's distribution as the model gave it, at each of its
+        values (along the slot's dim), from the family's log_prob_of_support(): the same
+        numbers, dependencies and derivatives, without comparing each value with the
+        others. (A batch that reaches the slot's dim: log_prob itself.)"""
+        batch = tuple(given.batch_shape)
+        room = self.nesting + slot  # (the dims right of the slot's: a batch reaches them)
+        at = len(batch) - room - 1  # (the slot's dim in the batch, if it reaches it)
+        if at >= 0 and batch[at] != 1:
+            return given.log_prob(value)
+        # (the same family with the same parameters in the same slot: the table it gave;
+        # its parents' values depend on marginalized sites only, so this one depends on
+        # them and on the site: reuse.py)
+        # (not while the run labels plates' axes or draws its graph: a kept table has
+        # neither its labels nor its node)
+        run = self.run
+        key, parents = self.reuse.state_key(given, run.level) \
+            if not run.follows_operations() else (None, None)
+        if key is not None:
+            key = (key, slot)
+            kept = self._tables.get(key)
+            if kept is not None:
+                return PerSample(kept, self.run.level, Deps(frozenset({name}).union(*parents)))
+        out = self._table_of(name, given, batch, room, at)
+        deps = out.deps
+        if key is not None and deps.up == frozenset({name}).union(*parents) and \
+                not (deps.smooth or deps.rough or out.held or out.bent):
+            self._tables[key] = out.value  # (what a later step's deps are made of, below)
+        return out
+
+    def _table_of(self, name, given, batch, room, at):
+        """The family's log_prob_of_support() laid out as log_prob(value) gives it, a
+        per-draw value that depends on the site and its parents."""
+        table = given.log_prob_of_support()  # (S,) + batch
+        size = tuple(R.shape(table))[0]
+        if at < 0:  # (the values left of the batch)
+            shape = (size,) + (1,) * (room - len(batch)) + batch
+            if tuple(R.shape(table)) != shape:
+                table = np.reshape(table, shape)
+        else:  # (the values in place of the batch's 1 at the slot's dim)
+            table = np.reshape(table, (size,) + batch[:at] + batch[at + 1:])
+            table = np.transpose(table, tuple(range(1, at + 1)) + (0,) +
+                                 tuple(range(at + 1, len(batch))))
+            shape = batch[:at] + (size,) + batch[at + 1:]
+        level = self.run.level
+        if type(table) is PerSample and table.level == level:  # (parents summed out too)
+            deps = table.deps
+            out = PerSample(table.value, level, Deps(deps.up | {name}, deps.smooth,
+                                                     deps.rough), axes=table.axes,
+                            mixed=table.mixed)
+            out.held, out.bent = table.held, table.bent
+            return out
+        physical = R.reshape(table, (1,) + shape)
+        if self.run.rows != 1:
+            physical = R.broadcast_to(physical, (self.run.rows,) + shape)
+        return PerSample(physical, level, Deps(frozenset({name})))
+
+    def _laid_out(self, support, slot, event):
+        """The physical value of a site with this support in this slot: the support along
+        the slot's dim, the same array for every site there (so that what the model
+        computes from it is computed once: reuse.py)."""
+        key = (slot, support.dtype.str, support.shape, support.tobytes())
+        physical = self._values.get(key)
+        if physical is None:
+            size = support.shape[0]
+            shaped = support.reshape((size,) + (1,) * (self.nesting + slot) + event)
+            physical = np.broadcast_to(shaped, (self.run.rows,) + shaped.shape)
+            self._values[key] = physical
+            self.reuse.keep_value(physical)
+        return physical
 
     def _check_batch(self, name, batch, plates, parents):
         at = {p.dim: p for p in plates}
@@ -201,9 +290,11 @@ class Marginal:
         kept_plates = set()
         for u in names:
             kept_plates.update(self.sites[u].plates)
+        # (the value's dims aligned on the right with the sites' and plates' dims: the
+        # value itself is reshaped once, at the end)
         ndim = max(len(shape), self.nesting + len(self.slots))
-        value = np.reshape(value, (1,) * (ndim - len(shape)) + shape)
-        shape = (1,) * (ndim - len(shape)) + shape
+        pad = ndim - len(shape)
+        shape = (1,) * pad + shape
         here = []  # the marginalized sites along the value's dims, by slot
         for k, size in enumerate(shape):
             d = k - ndim
@@ -213,7 +304,7 @@ class Marginal:
                 p = open_at.get(d)
                 if p is None or p.size != size:
                     # (independent terms along a dim no plate declares: their sum)
-                    value = np.sum(value, axis=k, keepdims=True)
+                    value = np.sum(value, axis=k - pad, keepdims=True)
                     continue
                 kept_plates.add(p)
                 continue
@@ -241,18 +332,24 @@ class Marginal:
                 "(axis=-1, ...), or leave the term per element inside its scg.plate")
         # to the factor's layout: the sites' dims as they lie (the others left of the plates'
         # dims have size 1 and go), then the plates' dims
-        plate_shape = tuple(R.shape(value))[ndim - self.nesting:]
-        value = np.reshape(value, tuple(s.size for s in here) + plate_shape)
+        plate_shape = ((1,) * pad + tuple(R.shape(value)))[ndim - self.nesting:]
+        layout = tuple(s.size for s in here) + plate_shape
         target = tuple(s.size for s in here) + tuple(
             _plate_size(open_at.get(d), kept_plates) for d in range(-self.nesting, 0))
-        if tuple(R.shape(value)) != target:
-            value = np.broadcast_to(value, target)
         # a term given inside a plate it does not vary along stands once for the plate
         scale = math.prod(p.scale for p in plates if p not in kept_plates)
+        names = tuple(s.name for s in here)
+        if tuple(R.shape(value)) != layout:
+            if target == layout and scale == 1.0:  # (reshaped when asked for: Factor)
+                self.factors.append(Factor(value, names, frozenset(kept_plates), name,
+                                           layout=layout))
+                return
+            value = np.reshape(value, layout)
+        if tuple(R.shape(value)) != target:
+            value = np.broadcast_to(value, target)
         if scale != 1.0:
             value = np.multiply(value, scale)
-        self.factors.append(Factor(value, tuple(s.name for s in here), frozenset(kept_plates),
-                                   name))
+        self.factors.append(Factor(value, names, frozenset(kept_plates), name))
 
     def explain(self):
         """Lines for Trace.explain(): the sites summed out and the terms they weigh."""
@@ -277,6 +374,10 @@ class Marginal:
         too large."""
         _plan_elimination(self.factors, self.sites, self.run.rows)
         log_z = contract(self.factors, self.sites)
+        # (the model's operations are over: what they shared need not outlive the run)
+        self.reuse.clear()
+        self._tables.clear()
+        self._values.clear()
         if isinstance(log_z, PerSample):
             deps = log_z.deps
             keep = frozenset(self.sites)
@@ -332,6 +433,11 @@ def _schedule(pool, sites):
                                if frozenset(sites[k].plates) == plates})
         built = []
         names_left = [names for names, _ in group]
+        if _chain_layout([names for names, _ in group], local, sites) is not None:
+            # (the forward algorithm: the tables of the pairs of neighbours, one by one)
+            built = [frozenset(local[i:i + 2]) for i in range(len(local))]
+            names_left = [x for x in names_left if not x] + [frozenset()]
+            local = []
         for v in local:
             touched = [x for x in names_left if v in x]
             union = frozenset().union(*touched)
@@ -386,44 +492,107 @@ def _as_chain(group, local, sites):
     """If the sites `local` form a chain in the factors `group` (each factor over one site
     or two consecutive ones, every site of one size), the factors with the chain summed out
     by the forward algorithm (`chain_log_partition`); else None."""
-    if len(local) < 3 or len({sites[k].size for k in local}) != 1:
+    layout = _chain_layout([f.names for f in group], local, sites)
+    if layout is None:
         return None
-    at = {k: i for i, k in enumerate(local)}
     # (the factors sorted out first, added only once the chain is known: no operation is
     # spent on a structure the general elimination then takes)
+    places, flipped = layout
     unary, pairs, rest = [[] for _ in local], [[] for _ in local[1:]], []
-    flipped = [False] * (len(local) - 1)
-    for f in group:
-        where = [at.get(k) for k in f.names]
-        if not f.names:
+    for f, place in zip(group, places):
+        if place is None:
             rest.append(f)
-        elif len(where) == 1 and where[0] is not None:
-            unary[where[0]].append(f.value)
-        elif len(where) == 2 and None not in where and abs(where[1] - where[0]) == 1:
-            i = min(where)
-            if pairs[i] and flipped[i] != (where[0] > where[1]):
-                return None  # (two terms of a pair in both orders: the general elimination)
-            flipped[i] = where[0] > where[1]  # (axes (later site, earlier site))
-            pairs[i].append(f.value)
         else:
-            return None
-    if not all(pairs):  # (two chains, or none: the general elimination)
-        return None
-    unary = [functools.reduce(np.add, v) if v else None for v in unary]
-    pairs = [functools.reduce(np.add, v) for v in pairs]
+            (unary if place[0] == "unary" else pairs)[place[1]].append(f)
     k = sites[local[0]].size
-    plate_shape = tuple(R.shape(pairs[0]))[2:]
+    plate_shape = _layout(pairs[0][0])[2:]
     zero = np.zeros((k,) + plate_shape)
-    u = np.stack([zero if v is None else v for v in unary], axis=0)  # (m, K, *plates)
-    p = np.stack(pairs, axis=0)  # (m - 1, K, K, *plates), some with their two axes swapped
-    if any(flipped):  # (one swap of the stack, not one per pair)
-        mask = np.array(flipped).reshape((len(pairs),) + (1,) * (2 + len(plate_shape)))
-        p = np.where(mask, np.swapaxes(p, 1, 2), p)
+    u = _steps([_summed(v) if v else zero for v in unary], [False] * len(unary),
+               (k,) + plate_shape)
+    p = _steps([_summed(v) for v in pairs], flipped, (k, k) + plate_shape)
     lead = len(plate_shape)
     u = np.transpose(u, tuple(range(2, 2 + lead)) + (0, 1))
     p = np.transpose(p, tuple(range(3, 3 + lead)) + (0, 1, 2))
     plates = group[0].plates
     return rest + [Factor(chain_log_partition(u, p), (), plates)]
+
+
+def _chain_layout(names_of, local, sites):
+    """Where the factors over the sites `names_of` (each in the order of its axes) lie in a
+    chain of the sites `local`: per factor None (over no site), ("unary", i) or ("pair", i)
+    (between sites i and i + 1), and per pair whether its axes are (later site, earlier
+    site); None when they are no chain (a factor over other sites or non-neighbours, a pair
+    without a factor, sites of other sizes, fewer than three sites)."""
+    if len(local) < 3 or len({sites[k].size for k in local}) != 1:
+        return None
+    at = {k: i for i, k in enumerate(local)}
+    places, flipped = [], [None] * (len(local) - 1)
+    for names in names_of:
+        where = [at.get(k) for k in names]
+        if not names:
+            places.append(None)
+        elif len(where) == 1 and where[0] is not None:
+            places.append(("unary", where[0]))
+        elif len(where) == 2 and None not in where and abs(where[1] - where[0]) == 1:
+            i = min(where)
+            if flipped[i] is not None and flipped[i] != (where[0] > where[1]):
+                return None  # (two terms of a pair in both orders: the general elimination)
+            flipped[i] = where[0] > where[1]
+            places.append(("pair", i))
+        else:
+            return None
+    if None in flipped:  # (two chains, or none: the general elimination)
+        return None
+    return places, flipped
+
+
+def _layout(f):
+    return f.layout if f.layout is not None else tuple(R.shape(f.raw))
+
+
+def _summed(factors):
+    """The sum of a chain position's factors: the raw value of a single one (its layout
+    comes with the stack), else the sum of their values."""
+    if len(factors) == 1:
+        return factors[0].raw
+    return functools.reduce(np.add, [f.value for f in factors])
+
+
+def _steps(tables, flipped, shape):
+    """The chain's tables, each of `shape` up to axes of size 1, stacked along a first axis
+    in that shape, table i with its first two axes swapped where flipped[i]. A table that
+    several steps share (the same value: a transition computed once, reuse.py) is stacked
+    once and taken for each of its steps by one index, and the tables of one shape are
+    reshaped together, so the operations, and those of the backward pass, grow with the
+    chain's length by its distinct tables only."""
+    distinct, index, at = [], [], {}
+    for table, flip in zip(tables, flipped):
+        key = (id(table.value if isinstance(table, PerSample) else table), flip)
+        j = at.get(key)
+        if j is None:
+            j = at[key] = len(distinct)
+            distinct.append((table, flip))
+        index.append(j)
+    kinds = {}  # the distinct tables by the shape they have
+    for j, (table, _) in enumerate(distinct):
+        kinds.setdefault(tuple(R.shape(table)), []).append(j)
+    parts, order = [], []
+    for raw, members in kinds.items():
+        part = np.stack([distinct[j][0] for j in members], axis=0)
+        if raw != shape:
+            part = np.reshape(part, (len(members),) + shape)
+        parts.append(part)
+        order += members
+    out = parts[0] if len(parts) == 1 else np.concatenate(parts, axis=0)
+    flips = [distinct[j][1] for j in order]
+    if any(flips):  # (one swap of the stack, not one per table)
+        mask = np.array(flips).reshape((len(order),) + (1,) * (len(R.shape(out)) - 1))
+        out = np.where(mask, np.swapaxes(out, 1, 2), out)
+    row = {j: i for i, j in enumerate(order)}
+    index = [row[j] for j in index]
+    if index != list(range(len(order))):
+        out = out[np.array(index)]
+    return out
 
 
 def _eliminate(factors, v, sites, plates):

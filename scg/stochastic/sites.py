@@ -210,14 +210,17 @@ def _observe(name, dist, obs, estimator):
                          f"no estimator; drop estimator={estimator!r} (or obs= to draw it)")
     _check_observed_shape(name, dist, obs)
     lp = dist.log_prob(obs)
-    bad = count_nonfinite(strip(lp)) if not _marginal_term(lp) else 0
+    marginal = _marginal_term(lp)
+    bad = count_nonfinite(strip(lp)) if not marginal else 0
     if bad:
         raise ValueError(
             f"observed site {name!r}: the log-probability of the observed value under "
             f"{dist!r} is not finite for {bad} of {np.size(strip(lp))} entries: a value "
             "outside the support, or a degenerate parameter (a scale of 0)")
+    # (a term of the marginal likelihood is kept as a factor, never as the cost -lp)
     _send(f"scg.sample({name!r}, ..., obs=...)",
-          effects.Message("cost", name, value=R.negative(lp), likelihood=lp))
+          effects.Message("cost", name, value=None if marginal else R.negative(lp),
+                          likelihood=lp))
     return obs
 
 

@@ -127,6 +127,11 @@ class Trace(effects.Handler):
             if self.marginal is not None:
                 self.marginal.see_plates(plates)
 
+    def follows_operations(self):
+        """Does the run label the per-draw operations' results (a plate has been open) or
+        make them nodes of its graph?"""
+        return self.plated or self._graph is not None
+
     def operation(self, prim, inputs, args, kwargs, result):
         """A per-draw operation of the model ran (effects.operation): once a plate has been
         open, its result's axes are labelled; with a graph, it is a node."""

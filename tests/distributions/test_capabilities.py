@@ -31,6 +31,29 @@ def test_a_finite_support_holds_all_the_probability(dist):
     np.testing.assert_allclose(total, np.ones(dist.batch_shape), rtol=1e-12)
 
 
+@pytest.mark.parametrize("dist", FINITE, ids=lambda d: type(d).__name__)
+def test_the_log_probability_of_the_whole_support_is_log_prob_at_each_value(dist):
+    """log_prob_of_support(): (S,) + batch_shape, log_prob of every value at once (the
+    Categorical's without comparing the values: its normalized log-probabilities), bit for
+    bit, and so is its derivative."""
+    values = dist.enumerate_support(expand=False)
+    laid = values.reshape(values.shape[:1] + (1,) * len(dist.batch_shape) + dist.event_shape)
+    np.testing.assert_array_equal(dist.log_prob_of_support(), dist.log_prob(laid))
+    name = "logits" if "logits" in dist.params else "probs"
+    given = dist.params[name]
+    others = {k: v for k, v in dist.params.items() if k != name}
+    weights = np.random.default_rng(0).normal(size=values.shape[:1] + dist.batch_shape)
+
+    def through(method):
+        def f(x):
+            d = type(dist)(**others, **{name: x})
+            out = d.log_prob_of_support() if method else d.log_prob(laid)
+            return np.sum(weights * out)
+        return f
+
+    np.testing.assert_array_equal(scg.grad(through(True))(given), scg.grad(through(False))(given))
+
+
 def test_families_without_a_finite_support_declare_none():
     assert not declares(scg.Normal(0.0, 1.0), "enumerate_support")
     assert not declares(scg.Poisson(2.0), "enumerate_support")

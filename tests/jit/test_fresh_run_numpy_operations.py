@@ -109,7 +109,8 @@ def test_a_non_finite_python_float_constant_is_never_replayed(fn):
 @pytest.mark.parametrize("name", [
     "sum**2", "sum_keepdims**-1", "x**-1.5", "x**array", "x**0d", "x**f64", "x**pyfloat",
     "xT@x", "noncontiguous@", "reshape-1", "sum_bool", "sum_int", "sum_view", "int**2",
-    "swapaxes", "expand_dims", "mat@vec", "vec@matT", "big_float32_sum"])
+    "swapaxes", "expand_dims", "mat@vec", "vec@matT", "big_float32_sum", "index_array",
+    "index_mask", "reshape_reshape", "all_any"])
 def test_inlined_operations_agree_with_eager(name):
     X = np.arange(6.0).reshape(2, 3) + 1.0
     V = np.arange(3.0)
@@ -133,9 +134,38 @@ def test_inlined_operations_agree_with_eager(name):
         "mat@vec": (lambda x, v: x @ v, (X, V)),
         "vec@matT": (lambda x, v: v @ x.T, (X, V)),
         "big_float32_sum": (lambda x: np.sum(x), (np.arange(600, dtype=np.float32),)),
+        "index_array": (lambda x: x[np.array([1, 0, 1]), 1:] ** 2, (X,)),
+        "index_mask": (lambda x: x[:, np.array([True, False, True])] ** 2, (X,)),
+        "reshape_reshape": (lambda x: x.reshape(3, 2).reshape(6, 1).reshape(-1) * 2, (X,)),
+        "all_any": (lambda x: x * float(np.all(x > 0)) + float(np.any(x > 5)), (X,)),
     }
     fn, args = cases[name]
     check(fn, [args] * 5)
+
+
+def test_an_index_of_constants_is_written_as_the_index():
+    """An index array or mask that is a constant of the program gives a result of a fixed
+    shape: replayed as the index itself, with no shape guard; an index array that is an
+    argument keeps its guard (a mask's count is a value). A reshape of a reshape is one
+    reshape of the first one's input."""
+    X = np.arange(12.0).reshape(3, 4)
+
+    def constant(x):
+        return np.sum(x[np.array([2, 0, 2])][:, np.array([True, False, True, True])] ** 2) + \
+            np.sum(x.reshape(4, 3).reshape(2, 6) ** 2)
+
+    jitted = scg.jit(scg.grad(constant))
+    for k in range(4):
+        np.testing.assert_array_equal(jitted(X + k), scg.grad(constant)(X + k))
+    source = next(e.source for e in jitted._entries.values() if e.source)
+    assert "if shape(" not in source and "[c" in source, source
+    assert ".reshape((4, 3)).reshape" not in source, source
+
+    def recorded(x, mask):
+        return np.sum(x[mask] ** 2)
+
+    check(recorded, [(X, np.array([True, False, True]))] * 3 +
+          [(X, np.array([True, True, True]))])
 
 
 def test_gradient_through_inlined_operations_with_traced_slices():

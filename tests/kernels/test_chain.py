@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import scg
-from scg.kernels.chain import (_twin_log_partition, chain_log_partition,
+from scg.kernels.chain import (_twin_log_partition, chain_log_partition, chain_marginals,
                                chain_pairwise_marginals, chain_unary_marginals)
 from tests.estimators.exact import numeric_grad
 
@@ -56,3 +56,19 @@ def test_batches_broadcast():
     out = chain_log_partition(u, p)
     assert out.shape == (2, 5)
     assert out[1, 3] == pytest.approx(brute(u[1, 0], p[3]), rel=1e-13)
+
+
+def test_both_marginals_from_one_pass():
+    """chain_marginals (the one call the derivative of the log-partition makes) joins the
+    unary and the pairwise marginals, flattened, bit for bit."""
+    rng = np.random.default_rng(6)
+    u, p = rng.normal(size=(2, 5, 3)), rng.normal(size=(2, 4, 3, 3))
+    joined = chain_marginals(u, p)
+    assert joined.shape == (2, 5 * 3 + 4 * 3 * 3)
+    np.testing.assert_array_equal(joined[:, :15].reshape(2, 5, 3), chain_unary_marginals(u, p))
+    np.testing.assert_array_equal(joined[:, 15:].reshape(2, 4, 3, 3),
+                                  chain_pairwise_marginals(u, p))
+    # the gradient of the log-partition in both arguments, as the two marginals
+    gu, gp = scg.grad(lambda u, p: np.sum(chain_log_partition(u, p)), argnums=(0, 1))(u, p)
+    np.testing.assert_array_equal(gu, chain_unary_marginals(u, p))
+    np.testing.assert_array_equal(gp, chain_pairwise_marginals(u, p))

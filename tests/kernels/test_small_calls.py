@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from scg.kernels import continuous as K
-from scg.kernels.primitives import _small_call, run
+from scg.kernels.primitives import _broadcast_call, _small_call, _strided_grid, laid_out, run
 
 KERNELS = [(K.normal_density, (0, 1, 2, 3)), (K.loc_scale_path, (0, 2, 3))]
 
@@ -51,3 +51,48 @@ def test_numbers_passed_as_numbers_give_the_filled_kernels_values(kernel, whichs
         # (the specialized call is made once and replayed on other values of the same kinds)
         y = x * 2.5
         np.testing.assert_array_equal(call(y, *params), _filled(kernel, which, y, params))
+
+
+def _materialized(kernel, which, args):
+    """The 2-D kernel on every argument broadcast and copied to the full shape."""
+    arrays = [np.asarray(a, dtype=float) for a in args]
+    shape = np.broadcast_shapes(*[a.shape for a in arrays])
+    grid = (1, int(np.prod(shape)))
+    views = [np.ascontiguousarray(np.broadcast_to(a, shape)).reshape(grid) for a in arrays]
+    for v in views:
+        v.flags.writeable = False
+    out = np.empty(grid)
+    kernel(which, out, *views)
+    return out.reshape(shape)
+
+
+@pytest.mark.parametrize("which", [0, 1, 2, 3])
+@pytest.mark.parametrize("scale", [1.0, 1.7, "per component"])
+def test_arguments_broadcast_along_other_axes(which, scale):
+    """A mixture's observations (N,) against its components' locations (1, K, 1): the
+    kernel runs on strided views of both, eagerly and in scg.jit's call specialized to the
+    recording (its constants laid out once), with the values of the kernel on the
+    arguments broadcast and copied, bit for bit. A recorded argument that is not
+    contiguous in a replay takes the general call."""
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=300)
+    loc = rng.normal(size=(1, 4, 1))
+    scale = rng.uniform(0.5, 2.0, size=(1, 4, 1)) if scale == "per component" else scale
+    args = (x, loc, scale)
+    expected = _materialized(K.normal_density, which, args)
+    np.testing.assert_array_equal(run(K.normal_density, which, *args), expected)
+    assert _strided_grid((1, 4, 300), [np.shape(a) for a in (x, loc)],
+                         [np.asarray(a).strides for a in (x, loc)])[:2] == (4, 300)
+    constants = (0, 2)  # (the observations and the scale: constants of a program)
+    call = _broadcast_call(K.normal_density, which, args, constants)
+    assert call is not None and call.prefilled == constants
+    laid = [laid_out(a, *call.grid) if k in constants else a for k, a in enumerate(args)]
+    np.testing.assert_array_equal(call(*laid), expected)
+    other = rng.normal(size=(1, 4, 1))
+    laid[1] = other
+    np.testing.assert_array_equal(call(*laid), _materialized(K.normal_density, which,
+                                                             (x, other, scale)))
+    strided = np.repeat(other, 2, axis=1)[:, ::2]  # (not contiguous: the general call)
+    laid[1] = strided
+    np.testing.assert_array_equal(call(*laid), _materialized(K.normal_density, which,
+                                                             (x, strided, scale)))
