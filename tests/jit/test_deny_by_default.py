@@ -295,3 +295,25 @@ def test_locks_and_files_run_afresh_unless_their_classes_are_trusted():
     for _ in range(5):
         jf(np.ones(2))
     assert jf.stats["replays"] >= 2, jf.explain()
+
+
+def test_a_users_gradient_rule_that_reads_the_environment_runs_afresh(monkeypatch):
+    # (the recording's watch looks away during the backward pass only while every rule
+    # attached is scg's own: a rule of the user's runs there, and may read anything)
+    from scg.core import tape
+    from scg.numpy import rules as R
+    monkeypatch.setattr(tape.RULES, "of_users", False)
+    monkeypatch.setenv("SCG_TEST_SLOPE", "2.0")
+    twice = tape.Primitive("scaled_by_the_environment", lambda x: 2.0 * x)
+    tape.defvjp(twice, lambda g, ans, x: R.multiply(g, float(os.environ["SCG_TEST_SLOPE"])))
+    assert tape.RULES.of_users
+    grad = scg.grad(lambda x: np.sum(twice(x)))
+    x = np.array([0.5, 1.5])
+    jitted = scg.jit(grad)
+    for _ in range(3):
+        np.testing.assert_array_equal(jitted(x), [2.0, 2.0])
+    monkeypatch.setenv("SCG_TEST_SLOPE", "3.0")
+    np.testing.assert_array_equal(jitted(x), [3.0, 3.0])  # (not the recorded 2.0)
+    assert jitted.stats["replays"] == 0, jitted.explain()
+    assert "os.environ" in jitted.explain() or "getenv" in jitted.explain() or \
+        "runs afresh" in jitted.explain()
