@@ -45,6 +45,7 @@ def same_float(a, b):
 
 _ATOMS = (int, str, bytes, bool, type(None))
 _IDENTITY = (type(len), np.ufunc, np.dtype, np.random.Generator, np.random.BitGenerator,
+             np.random.RandomState,
              types.BuiltinMethodType, types.MethodDescriptorType, types.WrapperDescriptorType,
              types.MethodWrapperType, types.GetSetDescriptorType, types.MemberDescriptorType,
              types.CodeType, type(collections.namedtuple("_", "a").a), type(Ellipsis),
@@ -373,12 +374,17 @@ def _is_scg(t):
 
 
 def _library_callable(t):
-    """numpy's functions and types (dispatchers, finfo), operator's itemgetter, and scg's
-    objects: compared by identity."""
+    """numpy's functions and types (dispatchers, finfo), compiled functions (Cython's:
+    numpy.random's methods), operator's itemgetter, and scg's objects: compared by
+    identity. (Named, not called: a call of one from the user's code is the watch's.)"""
     module = type.__dict__["__module__"].__get__(t)
     module = module.split(".")[0] if type(module) is str else ""
     return module in ("numpy", "operator", "_operator") and not issubclass(t, np.ndarray) \
-        or module == "scg"
+        or module == "scg" or type.__dict__["__name__"].__get__(t) in _COMPILED_FUNCTIONS
+
+
+# (Cython's function types, whose module is named by Cython's version)
+_COMPILED_FUNCTIONS = frozenset(["cython_function_or_method", "fused_cython_function"])
 
 
 _LIBRARY_CONTAINERS = (collections.OrderedDict, collections.defaultdict, collections.Counter,
@@ -403,6 +409,13 @@ def _length(x):
 
 def _user_type(t):
     """Is t a class of the user's code (a class of a library or a C type is not)?"""
+    for v in type.__dict__["__dict__"].__get__(t).values():
+        # (a method written in the user's code says so: the module's name may not, for a
+        # class made by exec() in a module named __main__ that is a library's)
+        f = getattr(v, "__func__", v)
+        code = getattr(getattr(f, "__wrapped__", f), "__code__", None)
+        if type(code) is types.CodeType and _kind_of_file(code.co_filename) == USER:
+            return True
     name = type.__dict__["__module__"].__get__(t)
     name = name if type(name) is str else ""
     path = getattr(sys.modules.get(name), "__file__", None)

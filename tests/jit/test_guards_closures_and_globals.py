@@ -791,3 +791,54 @@ def test_expectation_draws_and_generator_changed():
             Ej.rng.bit_generator.state = state
         assert_same(scg.value_and_grad(E)(mu), step(mu))
     assert step.stats["replays"] > 0
+
+
+def test_a_method_named_like_a_compiled_numpy_function_is_no_obstacle():
+    # `rng.random` in code that also names the module `np`: its guard looks up
+    # np.random.random (a method of numpy's global RandomState, its function compiled by
+    # Cython), compared by identity; the call itself is a recorded draw
+    from scg.distributions._util import plain
+    from tests.distributions.test_capabilities import ThreeLevels
+
+    class Taken(ThreeLevels):  # (the draws index the levels through scg.take)
+        def _sample(self, rng, shape):
+            logits = plain(self.logits)
+            p = np.exp(logits - np.logaddexp.reduce(logits, axis=-1, keepdims=True))
+            u = rng.random(self._extended_shape(shape))
+            index = np.sum(u[..., None] > np.cumsum(p, axis=-1)[..., :-1], axis=-1)
+            return scg.take(self.LEVELS, index, axis=0)
+
+    theta = np.array([0.3, -0.2, 0.5])
+    for estimator in (scg.Score(), scg.IndeCateR()):
+        def model(theta):
+            return (scg.sample("x", Taken(theta), estimator=estimator) - 0.5) ** 2
+        eager = scg.grad(scg.expectation(model, n=4, seed=0))
+        jitted = scg.jit(scg.grad(scg.expectation(model, n=4, seed=0)))
+        for _ in range(5):
+            assert same(jitted(theta), eager(theta))
+        assert jitted.stats["replays"] >= 2, jitted.explain()
+
+
+def test_a_class_made_by_exec_in_a_library_main_module_is_the_users(monkeypatch):
+    # (a notebook's or a test runner's cell: the class's module is named __main__, and
+    # __main__ is a library's module; its methods' file says it is the user's code)
+    import json
+    monkeypatch.setitem(sys.modules, "__main__", json)
+    source = (
+        "class Scaled:\n"
+        "    def __init__(self, k):\n"
+        "        self.k = k\n"
+        "    def __call__(self, x):\n"
+        "        return self.k * x\n"
+        "scale = Scaled(2.0)\n"
+        "def f(x):\n"
+        "    return scale(x) + 1.0\n")
+    ns = {"__name__": "__main__"}
+    exec(compile(source, "a cell of the user's", "exec"), ns)
+    jf = scg.jit(ns["f"])
+    x = np.array([1.0, 2.0])
+    for _ in range(4):
+        assert same(jf(x), ns["f"](x))
+    assert jf.stats["replays"] >= 1, jf.explain()
+    ns["scale"].k = 3.0  # (an attribute of the user's object: guarded, seen)
+    assert same(jf(x), np.array([4.0, 7.0])), jf.explain()
