@@ -413,9 +413,9 @@ def _user_type(t):
         # (a method written in the user's code says so: the module's name may not, for a
         # class made by exec() in a module named __main__ that is a library's)
         f = getattr(v, "__func__", v)
-        code = getattr(getattr(f, "__wrapped__", f), "__code__", None)
-        if type(code) is types.CodeType and _kind_of_file(code.co_filename) == USER:
-            return True
+        f = getattr(f, "__wrapped__", f)
+        if type(f) is types.FunctionType and _kind_of_file(f.__code__.co_filename) == USER:
+            return True  # (Python's own functions only: a compiled one's file is its source's)
     name = type.__dict__["__module__"].__get__(t)
     name = name if type(name) is str else ""
     path = getattr(sys.modules.get(name), "__file__", None)
