@@ -153,10 +153,7 @@ class Distribution:
         last = self.__dict__.get("_last_log_prob")
         if last is None or last[1] is not _held(value) or last[4] is not _deps(value):
             return None
-        state = state_of(self)
-        if len(last[2]) != len(state) or not all(a is b for a, b in zip(last[2], state)):
-            return None
-        return last[3]
+        return last[3] if _same_state(last, state_of(self)) else None
 
     def noise(self, rng, shape=()):
         """Draw the noise of the reparameterization path, shape `shape + batch + event`."""
@@ -448,13 +445,45 @@ def _reuse_last(log_prob):
         state = state_of(self)
         last = self.__dict__.get("_last_log_prob")
         if last is not None and last[0] is log_prob and last[1] is _held(value) and \
-                last[4] is _deps(value) and len(last[2]) == len(state) and \
-                all(a is b for a, b in zip(last[2], state)):
+                last[4] is _deps(value) and _same_state(last, state):
             return last[3]
         lp = log_prob(self, value)
-        self._last_log_prob = (log_prob, _held(value), state, lp, _deps(value))
+        self._last_log_prob = (log_prob, _held(value), state, lp, _deps(value),
+                               _writable_entries(state))
         return lp
     return reuse
+
+
+def _same_state(last, state):
+    """Are the distribution's attributes the objects its last log_prob saw, and do the
+    plain arrays among them anyone may write into hold the same entries (a parameter
+    changed in place since: `loc += 1`)?"""
+    seen = last[2]
+    if len(seen) != len(state) or not all(a is b for a, b in zip(seen, state)):
+        return False
+    return _writable_entries(state) == last[5]
+
+
+def _writable_entries(state):
+    """The entries of the writable plain arrays among the attributes (one level into
+    dicts, lists and tuples: a family's table of parameters), each array once."""
+    out, seen = [], set()
+    for v in state:
+        for a in (v.values() if type(v) is dict else v if type(v) in (list, tuple) else (v,)):
+            if type(a) is np.ndarray and id(a) not in seen and _may_change(a):
+                seen.add(id(a))
+                out.append((a.shape, a.dtype.str, a.tobytes()))
+    return tuple(out)
+
+
+def _may_change(a):
+    """Could anyone write into the array (it, or the array that owns its memory, is
+    writable)?"""
+    while type(a) is np.ndarray:
+        if a.flags.writeable:
+            return True
+        a = a.base
+    return False
 
 
 def _held(value):

@@ -227,3 +227,38 @@ def test_each_step_its_own_transition():
     value, g = scg.value_and_grad(scg.expectation(model, n=1))(theta)
     assert value == pytest.approx(exact(theta), rel=1e-12)
     np.testing.assert_allclose(g, numeric_grad(exact, theta), rtol=1e-7, atol=1e-7)
+
+
+@pytest.mark.parametrize("recomputed", [True, False])
+def test_a_parameter_changed_in_place_after_the_distribution_was_made(recomputed):
+    """The distribution's location is a plain array the model writes into between two
+    log-probabilities at the same values (`locs[z]` computed again gives the same array,
+    or the same object twice): the second term is the new location's, not the first
+    one's again."""
+    k = 3
+    rng = np.random.default_rng(7)
+    data = rng.normal(0, 2, 2)
+
+    def model(theta):
+        weights, locs = scg.softmax(theta[:k]), theta[k:]
+        shift = np.zeros(1)
+        prior = scg.Normal(shift, 2.0)
+        z = scg.sample("z", scg.Categorical(weights), estimator=scg.Marginalize())
+        at = scg.take(locs, z, axis=0)
+        scg.factor("before", prior.log_prob(at))
+        shift += 1.0
+        scg.factor("after", prior.log_prob(scg.take(locs, z, axis=0) if recomputed else at))
+        scg.sample("x", scg.Normal(at, 1.0), obs=data[0])
+
+    def exact(theta):
+        locs = theta[k:]
+        return -_lse(_log_softmax(theta[:k]) + _log_normal(locs, 0.0, 2.0) +
+                     _log_normal(locs, 1.0, 2.0) + _log_normal(data[0], locs))
+
+    theta = rng.normal(size=2 * k)
+    E = scg.expectation(model, n=1)
+    assert E(theta) == pytest.approx(exact(theta), rel=1e-12)
+    for f in (scg.value_and_grad(E), _recorded(model, theta)):
+        value, g = f(theta)
+        assert value == pytest.approx(exact(theta), rel=1e-12)
+        np.testing.assert_allclose(g, numeric_grad(exact, theta), rtol=1e-7, atol=1e-7)
