@@ -203,7 +203,9 @@ class Marginal:
         physical = self._values.get(key)
         if physical is None:
             size = support.shape[0]
-            shaped = support.reshape((size,) + (1,) * (self.nesting + slot) + event)
+            # (a copy: the support may be the family's own array, which the results kept
+            # of operations on this value must not make read-only, nor see change)
+            shaped = np.array(support).reshape((size,) + (1,) * (self.nesting + slot) + event)
             physical = np.broadcast_to(shaped, (self.run.rows,) + shaped.shape)
             self._values[key] = physical
             self.reuse.keep_value(physical)

@@ -262,3 +262,47 @@ def test_a_parameter_changed_in_place_after_the_distribution_was_made(recomputed
         value, g = f(theta)
         assert value == pytest.approx(exact(theta), rel=1e-12)
         np.testing.assert_allclose(g, numeric_grad(exact, theta), rtol=1e-7, atol=1e-7)
+
+
+def test_a_familys_own_support_array_stays_the_familys():
+    """A user's family gives its support as its own array (a class attribute): the values
+    laid out from it, and the results kept of operations on them, are scg's copies; the
+    family's array stays writable and its values are the site's."""
+    from scg.distributions import Distribution, constraints
+    from scg.distributions.base import broadcast_shape
+
+    class ThreeLevels(Distribution):
+        arg_constraints = {"logits": constraints.real_vector}
+        support = constraints.real
+        LEVELS = np.array([-1.0, 0.0, 2.0])
+
+        def __init__(self, logits, validate_args=None):
+            self.logits = logits
+            super().__init__({"logits": logits}, broadcast_shape(logits)[:-1],
+                             validate_args=validate_args)
+
+        def log_prob(self, value):
+            log_p = self.logits - scg.logsumexp(self.logits, axis=-1)[..., None]
+            return np.sum(np.where(np.equal(value[..., None], self.LEVELS), log_p, 0.0),
+                          axis=-1)
+
+        def enumerate_support(self, expand=True):
+            return self.LEVELS if not expand else np.broadcast_to(
+                self.LEVELS.reshape((3,) + (1,) * len(self.batch_shape)),
+                (3,) + self.batch_shape)
+
+    observed = 0.3
+
+    def model(theta):
+        z = scg.sample("z", ThreeLevels(theta[:3]), estimator=scg.Marginalize())
+        scg.sample("x", scg.Normal(z[..., None][..., 0] * theta[3], 1.0), obs=observed)
+
+    def exact(theta):
+        return -_lse(_log_softmax(theta[:3]) +
+                     _log_normal(observed, np.array([-1.0, 0.0, 2.0]) * theta[3]))
+
+    theta = np.array([0.1, 0.2, -0.3, 0.7])
+    value, g = scg.value_and_grad(scg.expectation(model, n=1))(theta)
+    assert value == pytest.approx(exact(theta), rel=1e-12)
+    np.testing.assert_allclose(g, numeric_grad(exact, theta), rtol=1e-7, atol=1e-7)
+    assert ThreeLevels.LEVELS.flags.writeable
