@@ -287,7 +287,9 @@ class Marginal:
                     f"element per element of plate {missing[0]!r}, but is given outside "
                     "that plate; give it inside the plate (per element)")
         shape = tuple(R.shape(log_value))
-        value = log_value
+        # (the term as it was given: the model may change its object in place later, and
+        # the factor may keep the value unreshaped until the sum: Factor)
+        value = log_value.alias() if type(log_value) is PerSample else log_value
         open_at = {p.dim: p for p in plates}
         kept_plates = set()
         for u in names:

@@ -306,3 +306,35 @@ def test_a_familys_own_support_array_stays_the_familys():
     assert value == pytest.approx(exact(theta), rel=1e-12)
     np.testing.assert_allclose(g, numeric_grad(exact, theta), rtol=1e-7, atol=1e-7)
     assert ThreeLevels.LEVELS.flags.writeable
+
+
+def test_a_term_changed_in_place_after_it_was_given():
+    """`scg.factor` of a value the model then changes in place (`lp += 1`, as numpy's
+    aliasing allows), and an observed site's location changed in place after the site: each
+    term is the value as it was given."""
+    k = 3
+    rng = np.random.default_rng(13)
+    data = rng.normal(0, 2, 2)
+
+    def model(theta):
+        weights, locs = scg.softmax(theta[:k]), theta[k:]
+        z = scg.sample("z", scg.Categorical(weights), estimator=scg.Marginalize())
+        term = locs[z] * 1.0
+        scg.factor("a", term)
+        term += 1.0
+        scg.factor("b", term)
+        mean = locs[z]
+        scg.sample("x", scg.Normal(mean, 1.0), obs=data[0])
+        mean *= 2.0
+        scg.sample("y", scg.Normal(mean, 1.0), obs=data[1])
+
+    def exact(theta):
+        locs = theta[k:]
+        return -_lse(_log_softmax(theta[:k]) + 2.0 * locs + 1.0 +
+                     _log_normal(data[0], locs) + _log_normal(data[1], 2.0 * locs))
+
+    theta = rng.normal(size=2 * k)
+    for f in (scg.value_and_grad(scg.expectation(model, n=1)), _recorded(model, theta)):
+        value, g = f(theta)
+        assert value == pytest.approx(exact(theta), rel=1e-12)
+        np.testing.assert_allclose(g, numeric_grad(exact, theta), rtol=1e-7, atol=1e-7)
