@@ -153,7 +153,7 @@ class Distribution:
         last = self.__dict__.get("_last_log_prob")
         if last is None or last[1] is not _held(value) or last[4] is not _deps(value):
             return None
-        return last[3] if _same_state(last, state_of(self)) else None
+        return _unchanged(last) if _same_state(last, state_of(self)) else None
 
     def noise(self, rng, shape=()):
         """Draw the noise of the reparameterization path, shape `shape + batch + event`."""
@@ -446,12 +446,22 @@ def _reuse_last(log_prob):
         last = self.__dict__.get("_last_log_prob")
         if last is not None and last[0] is log_prob and last[1] is _held(value) and \
                 last[4] is _deps(value) and _same_state(last, state):
-            return last[3]
+            kept = _unchanged(last)
+            if kept is not None:  # (its own object: the model may change it in place)
+                alias = getattr(kept, "alias", None)
+                return kept if alias is None else alias()
         lp = log_prob(self, value)
         self._last_log_prob = (log_prob, _held(value), state, lp, _deps(value),
-                               _writable_entries(state))
+                               _writable_entries(state), getattr(lp, "version", 0))
         return lp
     return reuse
+
+
+def _unchanged(last):
+    """The log-probability kept in `last`, unless the model changed it in place since it
+    was given (`lp += 1`: a new version of the same object); else None."""
+    lp = last[3]
+    return lp if getattr(lp, "version", 0) == last[6] else None
 
 
 def _same_state(last, state):
@@ -503,8 +513,10 @@ def _deps(value):
 
 
 def _is_per_draw(value):
-    # the tracers are boxes (derivatives) and per-draw values (scg/stochastic/persample.py)
-    return isinstance(value, Tracer) and type(value) is not Box
+    # the tracers are boxes (derivatives), per-draw values (scg/stochastic/persample.py)
+    # and scg.jit's recorded values (below every transformation: `floor`), whose in-place
+    # operators write into their arrays, so that a result kept could change
+    return isinstance(value, Tracer) and type(value) is not Box and not type(value).floor
 
 
 def state_of(dist):

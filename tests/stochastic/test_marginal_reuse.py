@@ -338,3 +338,39 @@ def test_a_term_changed_in_place_after_it_was_given():
         value, g = f(theta)
         assert value == pytest.approx(exact(theta), rel=1e-12)
         np.testing.assert_allclose(g, numeric_grad(exact, theta), rtol=1e-7, atol=1e-7)
+
+
+@pytest.mark.parametrize("recomputed", [True, False])
+def test_a_log_probability_changed_in_place_is_not_given_again(recomputed):
+    """log_prob at `locs[z]`, changed in place by the model (`lp += 1`), then log_prob at
+    `locs[z]` again (computed again: the same array, or the same object): the second is the
+    log-probability itself; and one changed after both were given leaves the other as it
+    was."""
+    k = 3
+    rng = np.random.default_rng(14)
+    data = rng.normal(0, 2, 1)
+
+    def model(theta):
+        weights, locs = scg.softmax(theta[:k]), theta[k:]
+        prior = scg.Normal(0.0, 2.0)
+        z = scg.sample("z", scg.Categorical(weights), estimator=scg.Marginalize())
+        at = scg.take(locs, z, axis=0)
+        again = (lambda: scg.take(locs, z, axis=0)) if recomputed else (lambda: at)
+        first = prior.log_prob(at)
+        first += 1.0
+        second, third = prior.log_prob(again()), prior.log_prob(again())
+        second -= 5.0
+        for name, term in (("first", first), ("second", second), ("third", third)):
+            scg.factor(name, term)
+        scg.sample("x", scg.Normal(at, 1.0), obs=data[0])
+
+    def exact(theta):
+        locs = theta[k:]
+        return -_lse(_log_softmax(theta[:k]) + 3.0 * _log_normal(locs, 0.0, 2.0) - 4.0 +
+                     _log_normal(data[0], locs))
+
+    theta = rng.normal(size=2 * k)
+    for f in (scg.value_and_grad(scg.expectation(model, n=1)), _recorded(model, theta)):
+        value, g = f(theta)
+        assert value == pytest.approx(exact(theta), rel=1e-12)
+        np.testing.assert_allclose(g, numeric_grad(exact, theta), rtol=1e-7, atol=1e-7)
