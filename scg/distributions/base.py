@@ -431,7 +431,9 @@ def _reuse_last(log_prob):
     """log_prob that gives its last result again for the same per-draw value: a model that
     computes log q(z) of a site's draw z (an ELBO) and the score term of the site then share
     one evaluation. Only per-draw values of a model run are remembered (plain arrays may
-    change in place), and only while the distribution's attributes are the same objects."""
+    change in place), and only while the distribution's attributes are the same objects
+    (its writable plain arrays with the same entries) and the model has not changed the
+    result in place; each caller gets an object of its own."""
     @functools.wraps(log_prob)
     def reuse(self, *args, **kwargs):
         if kwargs or len(args) != 1 or not _is_per_draw(args[0]):
