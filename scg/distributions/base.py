@@ -153,10 +153,7 @@ class Distribution:
         last = self.__dict__.get("_last_log_prob")
         if last is None or last[1] is not _held(value) or last[4] is not _deps(value):
             return None
-        state = state_of(self)
-        if len(last[2]) != len(state) or not all(a is b for a, b in zip(last[2], state)):
-            return None
-        return last[3]
+        return _unchanged(last) if _same_state(last, state_of(self)) else None
 
     def noise(self, rng, shape=()):
         """Draw the noise of the reparameterization path, shape `shape + batch + event`."""
@@ -434,7 +431,9 @@ def _reuse_last(log_prob):
     """log_prob that gives its last result again for the same per-draw value: a model that
     computes log q(z) of a site's draw z (an ELBO) and the score term of the site then share
     one evaluation. Only per-draw values of a model run are remembered (plain arrays may
-    change in place), and only while the distribution's attributes are the same objects."""
+    change in place), and only while the distribution's attributes are the same objects
+    (its writable plain arrays with the same entries) and the model has not changed the
+    result in place; each caller gets an object of its own."""
     @functools.wraps(log_prob)
     def reuse(self, *args, **kwargs):
         if kwargs or len(args) != 1 or not _is_per_draw(args[0]):
@@ -448,13 +447,55 @@ def _reuse_last(log_prob):
         state = state_of(self)
         last = self.__dict__.get("_last_log_prob")
         if last is not None and last[0] is log_prob and last[1] is _held(value) and \
-                last[4] is _deps(value) and len(last[2]) == len(state) and \
-                all(a is b for a, b in zip(last[2], state)):
-            return last[3]
+                last[4] is _deps(value) and _same_state(last, state):
+            kept = _unchanged(last)
+            if kept is not None:  # (its own object: the model may change it in place)
+                alias = getattr(kept, "alias", None)
+                return kept if alias is None else alias()
         lp = log_prob(self, value)
-        self._last_log_prob = (log_prob, _held(value), state, lp, _deps(value))
+        self._last_log_prob = (log_prob, _held(value), state, lp, _deps(value),
+                               _writable_entries(state), getattr(lp, "version", 0))
         return lp
     return reuse
+
+
+def _unchanged(last):
+    """The log-probability kept in `last`, unless the model changed it in place since it
+    was given (`lp += 1`: a new version of the same object); else None."""
+    lp = last[3]
+    return lp if getattr(lp, "version", 0) == last[6] else None
+
+
+def _same_state(last, state):
+    """Are the distribution's attributes the objects its last log_prob saw, and do the
+    plain arrays among them anyone may write into hold the same entries (a parameter
+    changed in place since: `loc += 1`)?"""
+    seen = last[2]
+    if len(seen) != len(state) or not all(a is b for a, b in zip(seen, state)):
+        return False
+    return _writable_entries(state) == last[5]
+
+
+def _writable_entries(state):
+    """The entries of the writable plain arrays among the attributes (one level into
+    dicts, lists and tuples: a family's table of parameters), each array once."""
+    out, seen = [], set()
+    for v in state:
+        for a in (v.values() if type(v) is dict else v if type(v) in (list, tuple) else (v,)):
+            if type(a) is np.ndarray and id(a) not in seen and _may_change(a):
+                seen.add(id(a))
+                out.append((a.shape, a.dtype.str, a.tobytes()))
+    return tuple(out)
+
+
+def _may_change(a):
+    """Could anyone write into the array (it, or the array that owns its memory, is
+    writable)?"""
+    while type(a) is np.ndarray:
+        if a.flags.writeable:
+            return True
+        a = a.base
+    return False
 
 
 def _held(value):
@@ -474,8 +515,10 @@ def _deps(value):
 
 
 def _is_per_draw(value):
-    # the tracers are boxes (derivatives) and per-draw values (scg/stochastic/persample.py)
-    return isinstance(value, Tracer) and type(value) is not Box
+    # the tracers are boxes (derivatives), per-draw values (scg/stochastic/persample.py)
+    # and scg.jit's recorded values (below every transformation: `floor`), whose in-place
+    # operators write into their arrays, so that a result kept could change
+    return isinstance(value, Tracer) and type(value) is not Box and not type(value).floor
 
 
 def state_of(dist):

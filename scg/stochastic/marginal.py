@@ -203,7 +203,9 @@ class Marginal:
         physical = self._values.get(key)
         if physical is None:
             size = support.shape[0]
-            shaped = support.reshape((size,) + (1,) * (self.nesting + slot) + event)
+            # (a copy: the support may be the family's own array, which the results kept
+            # of operations on this value must not make read-only, nor see change)
+            shaped = np.array(support).reshape((size,) + (1,) * (self.nesting + slot) + event)
             physical = np.broadcast_to(shaped, (self.run.rows,) + shaped.shape)
             self._values[key] = physical
             self.reuse.keep_value(physical)
@@ -285,7 +287,9 @@ class Marginal:
                     f"element per element of plate {missing[0]!r}, but is given outside "
                     "that plate; give it inside the plate (per element)")
         shape = tuple(R.shape(log_value))
-        value = log_value
+        # (the term as it was given: the model may change its object in place later, and
+        # the factor may keep the value unreshaped until the sum: Factor)
+        value = log_value.alias() if type(log_value) is PerSample else log_value
         open_at = {p.dim: p for p in plates}
         kept_plates = set()
         for u in names:

@@ -266,6 +266,24 @@ def test_log_prob_reuse_keeps_other_signatures_and_notices_changes():
     assert "_last_log_prob" not in vars(prior)
 
 
+
+def test_a_recorded_log_probability_changed_in_place_is_not_given_again():
+    """Under scg.jit (values recorded, no model run) log_prob of the same value twice,
+    the first changed in place in between: the second is the log-probability itself."""
+    d = scg.Normal(0.0, 1.0)
+
+    def f(x):
+        lp = d.log_prob(x)
+        lp += 1.0
+        return np.sum(lp + d.log_prob(x))
+
+    x = np.array([0.3, -0.2])
+    exact = np.sum(2.0 * (-0.5 * x ** 2 - 0.5 * np.log(2.0 * np.pi)) + 1.0)
+    recorded = scg.jit(f)
+    for _ in range(3):
+        assert recorded(x) == pytest.approx(exact, rel=1e-12)
+
+
 def test_simplex_check_of_huge_probabilities_is_a_value_error_not_a_warning():
     with pytest.raises(ValueError, match="probs"):
         scg.Categorical(probs=np.array([1e308, 1e308]))

@@ -227,3 +227,150 @@ def test_each_step_its_own_transition():
     value, g = scg.value_and_grad(scg.expectation(model, n=1))(theta)
     assert value == pytest.approx(exact(theta), rel=1e-12)
     np.testing.assert_allclose(g, numeric_grad(exact, theta), rtol=1e-7, atol=1e-7)
+
+
+@pytest.mark.parametrize("recomputed", [True, False])
+def test_a_parameter_changed_in_place_after_the_distribution_was_made(recomputed):
+    """The distribution's location is a plain array the model writes into between two
+    log-probabilities at the same values (`locs[z]` computed again gives the same array,
+    or the same object twice): the second term is the new location's, not the first
+    one's again."""
+    k = 3
+    rng = np.random.default_rng(7)
+    data = rng.normal(0, 2, 2)
+
+    def model(theta):
+        weights, locs = scg.softmax(theta[:k]), theta[k:]
+        shift = np.zeros(1)
+        prior = scg.Normal(shift, 2.0)
+        z = scg.sample("z", scg.Categorical(weights), estimator=scg.Marginalize())
+        at = scg.take(locs, z, axis=0)
+        scg.factor("before", prior.log_prob(at))
+        shift += 1.0
+        scg.factor("after", prior.log_prob(scg.take(locs, z, axis=0) if recomputed else at))
+        scg.sample("x", scg.Normal(at, 1.0), obs=data[0])
+
+    def exact(theta):
+        locs = theta[k:]
+        return -_lse(_log_softmax(theta[:k]) + _log_normal(locs, 0.0, 2.0) +
+                     _log_normal(locs, 1.0, 2.0) + _log_normal(data[0], locs))
+
+    theta = rng.normal(size=2 * k)
+    E = scg.expectation(model, n=1)
+    assert E(theta) == pytest.approx(exact(theta), rel=1e-12)
+    for f in (scg.value_and_grad(E), _recorded(model, theta)):
+        value, g = f(theta)
+        assert value == pytest.approx(exact(theta), rel=1e-12)
+        np.testing.assert_allclose(g, numeric_grad(exact, theta), rtol=1e-7, atol=1e-7)
+
+
+def test_a_familys_own_support_array_stays_the_familys():
+    """A user's family gives its support as its own array (a class attribute): the values
+    laid out from it, and the results kept of operations on them, are scg's copies; the
+    family's array stays writable and its values are the site's."""
+    from scg.distributions import Distribution, constraints
+    from scg.distributions.base import broadcast_shape
+
+    class ThreeLevels(Distribution):
+        arg_constraints = {"logits": constraints.real_vector}
+        support = constraints.real
+        LEVELS = np.array([-1.0, 0.0, 2.0])
+
+        def __init__(self, logits, validate_args=None):
+            self.logits = logits
+            super().__init__({"logits": logits}, broadcast_shape(logits)[:-1],
+                             validate_args=validate_args)
+
+        def log_prob(self, value):
+            log_p = self.logits - scg.logsumexp(self.logits, axis=-1)[..., None]
+            return np.sum(np.where(np.equal(value[..., None], self.LEVELS), log_p, 0.0),
+                          axis=-1)
+
+        def enumerate_support(self, expand=True):
+            return self.LEVELS if not expand else np.broadcast_to(
+                self.LEVELS.reshape((3,) + (1,) * len(self.batch_shape)),
+                (3,) + self.batch_shape)
+
+    observed = 0.3
+
+    def model(theta):
+        z = scg.sample("z", ThreeLevels(theta[:3]), estimator=scg.Marginalize())
+        scg.sample("x", scg.Normal(z[..., None][..., 0] * theta[3], 1.0), obs=observed)
+
+    def exact(theta):
+        return -_lse(_log_softmax(theta[:3]) +
+                     _log_normal(observed, np.array([-1.0, 0.0, 2.0]) * theta[3]))
+
+    theta = np.array([0.1, 0.2, -0.3, 0.7])
+    value, g = scg.value_and_grad(scg.expectation(model, n=1))(theta)
+    assert value == pytest.approx(exact(theta), rel=1e-12)
+    np.testing.assert_allclose(g, numeric_grad(exact, theta), rtol=1e-7, atol=1e-7)
+    assert ThreeLevels.LEVELS.flags.writeable
+
+
+def test_a_term_changed_in_place_after_it_was_given():
+    """`scg.factor` of a value the model then changes in place (`lp += 1`, as numpy's
+    aliasing allows), and an observed site's location changed in place after the site: each
+    term is the value as it was given."""
+    k = 3
+    rng = np.random.default_rng(13)
+    data = rng.normal(0, 2, 2)
+
+    def model(theta):
+        weights, locs = scg.softmax(theta[:k]), theta[k:]
+        z = scg.sample("z", scg.Categorical(weights), estimator=scg.Marginalize())
+        term = locs[z] * 1.0
+        scg.factor("a", term)
+        term += 1.0
+        scg.factor("b", term)
+        mean = locs[z]
+        scg.sample("x", scg.Normal(mean, 1.0), obs=data[0])
+        mean *= 2.0
+        scg.sample("y", scg.Normal(mean, 1.0), obs=data[1])
+
+    def exact(theta):
+        locs = theta[k:]
+        return -_lse(_log_softmax(theta[:k]) + 2.0 * locs + 1.0 +
+                     _log_normal(data[0], locs) + _log_normal(data[1], 2.0 * locs))
+
+    theta = rng.normal(size=2 * k)
+    for f in (scg.value_and_grad(scg.expectation(model, n=1)), _recorded(model, theta)):
+        value, g = f(theta)
+        assert value == pytest.approx(exact(theta), rel=1e-12)
+        np.testing.assert_allclose(g, numeric_grad(exact, theta), rtol=1e-7, atol=1e-7)
+
+
+@pytest.mark.parametrize("recomputed", [True, False])
+def test_a_log_probability_changed_in_place_is_not_given_again(recomputed):
+    """log_prob at `locs[z]`, changed in place by the model (`lp += 1`), then log_prob at
+    `locs[z]` again (computed again: the same array, or the same object): the second is the
+    log-probability itself; and one changed after both were given leaves the other as it
+    was."""
+    k = 3
+    rng = np.random.default_rng(14)
+    data = rng.normal(0, 2, 1)
+
+    def model(theta):
+        weights, locs = scg.softmax(theta[:k]), theta[k:]
+        prior = scg.Normal(0.0, 2.0)
+        z = scg.sample("z", scg.Categorical(weights), estimator=scg.Marginalize())
+        at = scg.take(locs, z, axis=0)
+        again = (lambda: scg.take(locs, z, axis=0)) if recomputed else (lambda: at)
+        first = prior.log_prob(at)
+        first += 1.0
+        second, third = prior.log_prob(again()), prior.log_prob(again())
+        second -= 5.0
+        for name, term in (("first", first), ("second", second), ("third", third)):
+            scg.factor(name, term)
+        scg.sample("x", scg.Normal(at, 1.0), obs=data[0])
+
+    def exact(theta):
+        locs = theta[k:]
+        return -_lse(_log_softmax(theta[:k]) + 3.0 * _log_normal(locs, 0.0, 2.0) - 4.0 +
+                     _log_normal(data[0], locs))
+
+    theta = rng.normal(size=2 * k)
+    for f in (scg.value_and_grad(scg.expectation(model, n=1)), _recorded(model, theta)):
+        value, g = f(theta)
+        assert value == pytest.approx(exact(theta), rel=1e-12)
+        np.testing.assert_allclose(g, numeric_grad(exact, theta), rtol=1e-7, atol=1e-7)
