@@ -28,6 +28,25 @@ def _recorded(model, theta):
     return step
 
 
+def _forward(pi, a, emit):
+    """-log p(x) of a chain by the forward algorithm: initial logits pi, transition logits
+    a (rows), the emissions' log-densities emit[t, state]."""
+    alpha = _log_softmax(pi) + emit[0]
+    for t in range(1, len(emit)):
+        alpha = _lse(alpha[:, None] + _log_softmax(a), axis=0) + emit[t]
+    return -_lse(alpha)
+
+
+def _check_eager_and_recorded(model, exact, theta, E=None):
+    """Value and gradient of the model's expectation, eager and replayed by scg.jit, equal
+    exact(theta) and its finite differences."""
+    E = scg.expectation(model, n=1) if E is None else E
+    for f in (scg.value_and_grad(E), _recorded(model, theta)):
+        value, g = f(theta)
+        assert value == pytest.approx(exact(theta), rel=1e-12)
+        np.testing.assert_allclose(g, numeric_grad(exact, theta), rtol=1e-7, atol=1e-7)
+
+
 def test_a_chain_records_a_few_operations_per_step():
     """The transition's row, its log-probabilities and the emission's location are taken
     once per slot, not once per step: what grows with the chain is the emission's density,
@@ -85,16 +104,10 @@ def test_one_distribution_at_two_steps_values_is_two_steps_terms():
     def exact(theta):
         a, pi, locs = hmm_params(theta, k)
         emit = _log_normal(data[:, None], locs[None]) + _log_normal(locs, 0.0, 2.0)[None]
-        alpha = _log_softmax(pi) + emit[0]
-        for t in range(1, length):
-            alpha = _lse(alpha[:, None] + _log_softmax(a), axis=0) + emit[t]
-        return -_lse(alpha)
+        return _forward(pi, a, emit)
 
     theta = rng.normal(size=k * k + 2 * k)
-    for f in (scg.value_and_grad(scg.expectation(model, n=1)), _recorded(model, theta)):
-        value, g = f(theta)
-        assert value == pytest.approx(exact(theta), rel=1e-12)
-        np.testing.assert_allclose(g, numeric_grad(exact, theta), rtol=1e-7, atol=1e-7)
+    _check_eager_and_recorded(model, exact, theta)
 
 
 def test_independent_steps_in_one_slot_keep_their_own_terms():
@@ -118,10 +131,7 @@ def test_independent_steps_in_one_slot_keep_their_own_terms():
         return -np.sum(_lse(joint, axis=1))
 
     theta = rng.normal(size=2 * k)
-    for f in (scg.value_and_grad(scg.expectation(model, n=1)), _recorded(model, theta)):
-        value, g = f(theta)
-        assert value == pytest.approx(exact(theta), rel=1e-12)
-        np.testing.assert_allclose(g, numeric_grad(exact, theta), rtol=1e-7, atol=1e-7)
+    _check_eager_and_recorded(model, exact, theta)
 
 
 def test_values_changed_in_place_between_steps():
@@ -149,16 +159,10 @@ def test_values_changed_in_place_between_steps():
         a, pi, locs = hmm_params(theta, k)
         steps = np.arange(length)[:, None]
         emit = _log_normal(data[:, None], locs[None] + 0.5 * steps + 0.1 * steps * np.arange(k))
-        alpha = _log_softmax(pi) + emit[0]
-        for t in range(1, length):
-            alpha = _lse(alpha[:, None] + _log_softmax(a), axis=0) + emit[t]
-        return -_lse(alpha)
+        return _forward(pi, a, emit)
 
     theta = rng.normal(size=k * k + 2 * k)
-    for f in (scg.value_and_grad(scg.expectation(model, n=1)), _recorded(model, theta)):
-        value, g = f(theta)
-        assert value == pytest.approx(exact(theta), rel=1e-12)
-        np.testing.assert_allclose(g, numeric_grad(exact, theta), rtol=1e-7, atol=1e-7)
+    _check_eager_and_recorded(model, exact, theta)
 
 
 def test_a_recorded_value_changed_in_place_is_not_taken_for_the_old_one():
@@ -186,10 +190,7 @@ def test_a_recorded_value_changed_in_place_is_not_taken_for_the_old_one():
         a, pi, locs = hmm_params(theta, k)
         later = (np.arange(length) > 2)[:, None]
         emit = _log_normal(data[:, None], locs[None] + 1.0 * later)
-        alpha = _log_softmax(pi) + emit[0]
-        for t in range(1, length):
-            alpha = _lse(alpha[:, None] + _log_softmax(a), axis=0) + emit[t]
-        return -_lse(alpha)
+        return _forward(pi, a, emit)
 
     theta = rng.normal(size=k * k + 2 * k)
     E = scg.expectation(model, n=1)
@@ -258,38 +259,14 @@ def test_a_parameter_changed_in_place_after_the_distribution_was_made(recomputed
     theta = rng.normal(size=2 * k)
     E = scg.expectation(model, n=1)
     assert E(theta) == pytest.approx(exact(theta), rel=1e-12)
-    for f in (scg.value_and_grad(E), _recorded(model, theta)):
-        value, g = f(theta)
-        assert value == pytest.approx(exact(theta), rel=1e-12)
-        np.testing.assert_allclose(g, numeric_grad(exact, theta), rtol=1e-7, atol=1e-7)
+    _check_eager_and_recorded(model, exact, theta, E)
 
 
 def test_a_familys_own_support_array_stays_the_familys():
     """A user's family gives its support as its own array (a class attribute): the values
     laid out from it, and the results kept of operations on them, are scg's copies; the
     family's array stays writable and its values are the site's."""
-    from scg.distributions import Distribution, constraints
-    from scg.distributions.base import broadcast_shape
-
-    class ThreeLevels(Distribution):
-        arg_constraints = {"logits": constraints.real_vector}
-        support = constraints.real
-        LEVELS = np.array([-1.0, 0.0, 2.0])
-
-        def __init__(self, logits, validate_args=None):
-            self.logits = logits
-            super().__init__({"logits": logits}, broadcast_shape(logits)[:-1],
-                             validate_args=validate_args)
-
-        def log_prob(self, value):
-            log_p = self.logits - scg.logsumexp(self.logits, axis=-1)[..., None]
-            return np.sum(np.where(np.equal(value[..., None], self.LEVELS), log_p, 0.0),
-                          axis=-1)
-
-        def enumerate_support(self, expand=True):
-            return self.LEVELS if not expand else np.broadcast_to(
-                self.LEVELS.reshape((3,) + (1,) * len(self.batch_shape)),
-                (3,) + self.batch_shape)
+    from tests.distributions.test_capabilities import ThreeLevels
 
     observed = 0.3
 
@@ -334,10 +311,7 @@ def test_a_term_changed_in_place_after_it_was_given():
                      _log_normal(data[0], locs) + _log_normal(data[1], 2.0 * locs))
 
     theta = rng.normal(size=2 * k)
-    for f in (scg.value_and_grad(scg.expectation(model, n=1)), _recorded(model, theta)):
-        value, g = f(theta)
-        assert value == pytest.approx(exact(theta), rel=1e-12)
-        np.testing.assert_allclose(g, numeric_grad(exact, theta), rtol=1e-7, atol=1e-7)
+    _check_eager_and_recorded(model, exact, theta)
 
 
 @pytest.mark.parametrize("recomputed", [True, False])
@@ -370,7 +344,4 @@ def test_a_log_probability_changed_in_place_is_not_given_again(recomputed):
                      _log_normal(data[0], locs))
 
     theta = rng.normal(size=2 * k)
-    for f in (scg.value_and_grad(scg.expectation(model, n=1)), _recorded(model, theta)):
-        value, g = f(theta)
-        assert value == pytest.approx(exact(theta), rel=1e-12)
-        np.testing.assert_allclose(g, numeric_grad(exact, theta), rtol=1e-7, atol=1e-7)
+    _check_eager_and_recorded(model, exact, theta)
