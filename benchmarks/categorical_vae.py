@@ -272,13 +272,14 @@ def elbo(params, data, draws=100, seed=123):
 
 def step_times(start, batches, trainer, repeats, timed_steps, seed, labels=ESTIMATORS):
     """Seconds per training step of each estimator, scg.jit and torch, in interleaved
-    rounds of `timed_steps` steps from `start` (scg's recording made before)."""
+    rounds of `timed_steps` steps from `start` (scg's recordings made before)."""
     times = {label: {"scg.jit": [], "torch": []} for label in labels}
     steppers = {}
     for label in labels:
         step, opt, _ = scg_step(label, seed)
         state = [start, opt.init(start)]
-        step(*state, batches[0])  # (the recording)
+        for _ in range(3):  # (the recordings: a step with copies settles them first)
+            step(*state, batches[0])
         tp, tstep = trainer(label, start, seed)
         steppers[label] = (step, state, tstep)
     for _ in range(repeats):
