@@ -1,11 +1,16 @@
-"""A categorical VAE on scikit-learn's digits: ReinMax, straight-through Gumbel-softmax and
-Gumbel-Rao in scg against the same estimators written by hand in PyTorch from the papers.
+"""A categorical VAE on scikit-learn's digits: ReinMax, straight-through Gumbel-softmax,
+Gumbel-Rao and IndeCateR in scg against the same estimators written by hand in PyTorch
+from the papers.
 
 A small version of the MNIST-VAE of the ReinMax paper (Liu et al. 2023): the 1,797 digits
 (8 x 8) binarized at 8 of 16; 4 latent variables of 8 categories (one-hot); MLP encoder
 64-128-32 and decoder 32-128-64 (relu); a uniform prior, its KL to q in closed form; the
 reconstruction term of the ELBO at one draw per image; minibatch 100, Adam(1e-3). The
-same initial weights and minibatches on both sides, float64, one PyTorch thread. Measured:
+same initial weights and minibatches on both sides, float64, one PyTorch thread.
+IndeCateR (De Smet et al. 2023) sums, for each latent d of each image, over its 8 values
+with the other latents at their draw: 1 + 4 x 8 = 33 evaluations of the decoder per
+image (torch's version: the decoder's gradient at the draw, and the 32 branches of every
+image as one batched forward without gradient). Measured:
 
 1. the variance of the whole gradient over independent calls at fixed parameters (those
    at initialization, and after `--steps` of ST training), summed over the coordinates:
@@ -14,11 +19,16 @@ same initial weights and minibatches on both sides, float64, one PyTorch thread.
    the same start: scg against torch (target: within 0.3 nats), and the ordering the
    papers report (ReinMax above straight-through);
 3. the time per training step (gradient and Adam update), scg's step under scg.jit against
-   torch's, interleaved, median of `--repeats` rounds (target: scg.jit <= 0.6x torch).
+   torch's, interleaved, median of `--repeats` rounds (target: scg.jit <= 0.6x torch);
+4. IndeCateR against leave-one-out REINFORCE at equal evaluations (scg.Score("loo") with
+   n = 33 draws), the ordering De Smet et al. report: the variance of the encoder's
+   gradient (where the two differ; the decoder's is pathwise in both, at 1 draw against
+   33) and of the whole gradient, at the same two points, in scg.
 
-    python benchmarks/categorical_vae.py                 # the default run (a few minutes)
+    python benchmarks/categorical_vae.py                 # the default run (several minutes)
     python benchmarks/categorical_vae.py --steps 3000 --calls 400 --repeats 7
-    python benchmarks/categorical_vae.py --time-only     # 3. alone (about a minute)
+    python benchmarks/categorical_vae.py --time-only     # 3. alone (about two minutes)
+    python benchmarks/categorical_vae.py --time-only --only ReinMax,"ST Gumbel-softmax"
 
 Needs scikit-learn and PyTorch (pip install -e ".[bench]"); one BLAS thread.
 """
@@ -44,6 +54,7 @@ ESTIMATORS = {
     "ReinMax": lambda: scg.ReinMax(TEMPERATURE),
     "ST Gumbel-softmax": lambda: scg.GumbelSoftmax(TEMPERATURE, hard=True),
     "Gumbel-Rao": lambda: scg.GumbelRao(TEMPERATURE, k=GR_K),
+    "IndeCateR": lambda: scg.IndeCateR(),
 }
 
 
@@ -148,6 +159,29 @@ def torch_side():
     draw = {"ReinMax": reinmax, "ST Gumbel-softmax": straight_through,
             "Gumbel-Rao": gumbel_rao}
 
+    def negative_log_lik(dec, x, z):
+        out = mlp(dec, z)
+        return -(x * out - F.softplus(out)).sum(-1)
+
+    # (the D K branches of a draw: row (d, k) keeps the draw's one-hot blocks other than
+    # d and puts e_k in block d)
+    keep = 1.0 - torch.kron(torch.eye(D), torch.ones(K, K))  # (D K, D K): blocks off d
+    put = torch.eye(D * K)
+
+    def indecater(tp, x, logits, gen):  # De Smet et al. 2023, the CatLog-derivative trick
+        """The negative ELBO's surrogate: the decoder's gradient at the draw, the
+        encoder's by sum_d sum_k grad p_d(k) f(x_-d, k), the D K branches of each image as
+        one batched forward of the decoder."""
+        B = x.shape[0]
+        sample = one_hot_sample(logits.detach(), gen).reshape(B, 1, D * K)
+        main = negative_log_lik(tp["dec"], x, sample[:, 0])
+        with torch.no_grad():
+            branches = sample * keep + put  # (B, D K, D K)
+            f = negative_log_lik(tp["dec"], x[:, None, :], branches).reshape(B, D, K)
+            p = torch.softmax(logits, -1)
+            coef = p * (f - (p * f).sum(-1, keepdim=True))
+        return main.sum() + (coef * torch.log_softmax(logits, -1)).sum()
+
     def to_torch(params):
         return {side: [(torch.tensor(l["W"], requires_grad=True),
                         torch.tensor(l["b"], requires_grad=True)) for l in params[side]]
@@ -159,12 +193,12 @@ def torch_side():
     def loss(tp, x, label, gen):
         B = x.shape[0]
         logits = mlp(tp["enc"], x).reshape(B, D, K)
-        z = draw[label](logits, gen)
-        out = mlp(tp["dec"], z.reshape(B, D * K))
-        log_lik = (x * out - F.softplus(out)).sum(-1)
         log_q = torch.log_softmax(logits, -1)
-        kl = (log_q.exp() * (log_q + np.log(K))).sum((-2, -1))
-        return -(log_lik - kl).sum()
+        kl = (log_q.exp() * (log_q + np.log(K))).sum((-2, -1)).sum()
+        if label == "IndeCateR":
+            return indecater(tp, x, logits, gen) + kl
+        z = draw[label](logits, gen)
+        return negative_log_lik(tp["dec"], x, z.reshape(B, D * K)).sum() + kl
 
     def trainer(label, params, seed):
         tp = to_torch(params)
@@ -198,21 +232,54 @@ def variance(samples):
     return float(np.sum(np.var(np.array(samples), axis=0, ddof=1)))
 
 
+def variance_and_error(samples):
+    """The variance of one estimate summed over the coordinates, and its standard error
+    (from the spread of each call's summed squared deviation)."""
+    samples = np.array(samples)
+    calls = len(samples)
+    per_call = np.sum((samples - samples.mean(axis=0)) ** 2, axis=1) * calls / (calls - 1)
+    return float(per_call.mean()), float(per_call.std(ddof=1) / np.sqrt(calls))
+
+
+def encoder_size(params):
+    return sum(l["W"].size + l["b"].size for l in params["enc"])
+
+
+def indecater_against_loo(points, x, calls):
+    """The variance of one gradient estimate of IndeCateR (one draw: 1 + D K evaluations
+    per image) and of leave-one-out REINFORCE with as many draws, in scg, at each of
+    `points` (name -> parameters): {name: {estimator: {part: (variance, stderr)}}}."""
+    evaluations = 1 + D * K
+    arms = {"IndeCateR": (scg.IndeCateR(), 1),
+            f"Score('loo'), n = {evaluations}": (scg.Score("loo"), evaluations)}
+    out = {}
+    for where, params in points.items():
+        enc = encoder_size(params)
+        out[where] = {}
+        for label, (estimator, n) in arms.items():
+            g = scg.jit(scg.grad(scg.expectation(make_model(estimator), n=n, seed=11)))
+            samples = np.array([flat(g(params, x)) for _ in range(calls)])
+            out[where][label] = {"encoder": variance_and_error(samples[:, :enc]),
+                                 "whole": variance_and_error(samples)}
+    return out
+
+
 def elbo(params, data, draws=100, seed=123):
     """The ELBO per image on `data` (nats; higher is better), by `draws` exact draws."""
     E = scg.expectation(make_model("score"), n=draws, seed=seed)
     return -E(params, data) / len(data)
 
 
-def step_times(start, batches, trainer, repeats, timed_steps, seed):
+def step_times(start, batches, trainer, repeats, timed_steps, seed, labels=ESTIMATORS):
     """Seconds per training step of each estimator, scg.jit and torch, in interleaved
-    rounds of `timed_steps` steps from `start` (scg's recording made before)."""
-    times = {label: {"scg.jit": [], "torch": []} for label in ESTIMATORS}
+    rounds of `timed_steps` steps from `start` (scg's recordings made before)."""
+    times = {label: {"scg.jit": [], "torch": []} for label in labels}
     steppers = {}
-    for label in ESTIMATORS:
+    for label in labels:
         step, opt, _ = scg_step(label, seed)
         state = [start, opt.init(start)]
-        step(*state, batches[0])  # (the recording)
+        for _ in range(3):  # (the recordings: a step with copies settles them first)
+            step(*state, batches[0])
         tp, tstep = trainer(label, start, seed)
         steppers[label] = (step, state, tstep)
     for _ in range(repeats):
@@ -228,7 +295,8 @@ def step_times(start, batches, trainer, repeats, timed_steps, seed):
     return times
 
 
-def main(steps=1500, calls=200, repeats=5, timed_steps=50, seed=0, time_only=False):
+def main(steps=1500, calls=200, repeats=5, timed_steps=50, seed=0, time_only=False,
+         labels=tuple(ESTIMATORS)):
     data = load_data()
     torch, trainer, torch_gradient, back = torch_side()
     order = np.random.default_rng(seed + 1)
@@ -239,17 +307,17 @@ def main(steps=1500, calls=200, repeats=5, timed_steps=50, seed=0, time_only=Fal
           f"{PIXELS}-{HIDDEN}-{D * K} and back; batch {BATCH}; Adam(1e-3); T = {TEMPERATURE}, "
           f"Gumbel-Rao k = {GR_K}; float64\n")
     if time_only:
-        times = step_times(start, batches, trainer, repeats, timed_steps, seed)
+        times = step_times(start, batches, trainer, repeats, timed_steps, seed, labels)
         print(f"{'estimator':<19}{'us/step jit':>13}{'torch':>8}{'ratio':>7}")
-        for label in ESTIMATORS:
+        for label in labels:
             js, tt = (statistics.median(times[label][k]) for k in ("scg.jit", "torch"))
             print(f"{label:<19}{1e6 * js:>13.0f}{1e6 * tt:>8.0f}{js / tt:>7.2f}")
         print(f"\n(time: median of {repeats} interleaved rounds of {timed_steps} steps)")
-        return None, times
+        return None, times, {}
 
     # 1. training: ELBO after `steps` steps, same start and minibatches
     trained, result = {}, {}
-    for label in ESTIMATORS:
+    for label in labels:
         step, opt, _ = scg_step(label, seed)
         params, state = start, opt.init(start)
         for x in batches:
@@ -262,8 +330,11 @@ def main(steps=1500, calls=200, repeats=5, timed_steps=50, seed=0, time_only=Fal
 
     # 2. gradient variance at fixed parameters: at the start, and where ST's run arrived
     x = data[:BATCH]
-    for where, params in (("init", start), ("trained", trained["ST Gumbel-softmax"][0])):
-        for label in ESTIMATORS:
+    points = {"init": start}
+    if "ST Gumbel-softmax" in trained:
+        points["trained"] = trained["ST Gumbel-softmax"][0]
+    for where, params in points.items():
+        for label in labels:
             E = scg.expectation(make_model(ESTIMATORS[label]()), n=1, seed=7)
             g = scg.jit(scg.grad(E))
             s = variance([flat(g(params, x)) for _ in range(calls)])
@@ -272,24 +343,38 @@ def main(steps=1500, calls=200, repeats=5, timed_steps=50, seed=0, time_only=Fal
             result[label][f"var {where}"] = (s, t)
 
     # 3. time per step, interleaved rounds, medians
-    times = step_times(start, batches, trainer, repeats, timed_steps, seed)
+    times = step_times(start, batches, trainer, repeats, timed_steps, seed, labels)
+
+    # 4. IndeCateR against leave-one-out REINFORCE at equal evaluations
+    against_loo = indecater_against_loo(points, x, calls) if "IndeCateR" in labels else {}
 
     print(f"{'estimator':<19}{'ELBO scg':>10}{'torch':>9}{'diff':>7}"
           f"{'var(init) scg/torch':>21}{'var(trained) scg/torch':>24}"
           f"{'us/step jit':>13}{'torch':>8}{'ratio':>7}")
     for label, r in result.items():
         js, tt = (statistics.median(times[label][k]) for k in ("scg.jit", "torch"))
-        vi, vt = r["var init"], r["var trained"]
+        vi, vt = r["var init"], r.get("var trained", (np.nan, 1.0))
         print(f"{label:<19}{r['elbo scg']:>10.2f}{r['elbo torch']:>9.2f}"
               f"{r['elbo scg'] - r['elbo torch']:>7.2f}{vi[0] / vi[1]:>21.3f}"
               f"{vt[0] / vt[1]:>24.3f}{1e6 * js:>13.0f}{1e6 * tt:>8.0f}{js / tt:>7.2f}")
     print(f"\n(variance: of the whole gradient over {calls} calls on one minibatch, summed; "
           f"time: median of {repeats} interleaved rounds of {timed_steps} steps; ELBO: "
           f"{steps} steps, 100 draws per image on all the digits)")
-    gap = result["ReinMax"]["elbo scg"] - result["ST Gumbel-softmax"]["elbo scg"]
-    gap_t = result["ReinMax"]["elbo torch"] - result["ST Gumbel-softmax"]["elbo torch"]
-    print(f"ReinMax - ST ELBO: {gap:+.2f} nats in scg, {gap_t:+.2f} in torch")
-    return result, times
+    if "ReinMax" in result and "ST Gumbel-softmax" in result:
+        gap = result["ReinMax"]["elbo scg"] - result["ST Gumbel-softmax"]["elbo scg"]
+        gap_t = result["ReinMax"]["elbo torch"] - result["ST Gumbel-softmax"]["elbo torch"]
+        print(f"ReinMax - ST ELBO: {gap:+.2f} nats in scg, {gap_t:+.2f} in torch")
+    for where, arms in against_loo.items():
+        print(f"\nvariance of one gradient estimate at equal evaluations ({where}, {calls} "
+              "calls, scg; +- its standard error):")
+        loo = [a for a in arms if a != "IndeCateR"][0]
+        for label, parts in arms.items():
+            print(f"  {label:<24}" + "".join(
+                f"{part} {v:10.4g} +- {e:8.2g}   " for part, (v, e) in parts.items()))
+        print("  IndeCateR / leave-one-out: " + ", ".join(
+            f"{part} {arms['IndeCateR'][part][0] / arms[loo][part][0]:.3f}"
+            for part in ("encoder", "whole")))
+    return result, times, against_loo
 
 
 if __name__ == "__main__":
@@ -301,5 +386,11 @@ if __name__ == "__main__":
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--time-only", action="store_true",
                     help="only the time per step (3.), without training and variances")
+    ap.add_argument("--only", default=",".join(ESTIMATORS),
+                    help="the estimators to run, comma-separated (default: all)")
     a = ap.parse_args()
-    main(a.steps, a.calls, a.repeats, a.timed_steps, a.seed, a.time_only)
+    chosen = tuple(label.strip() for label in a.only.split(","))
+    unknown = [label for label in chosen if label not in ESTIMATORS]
+    if unknown:
+        ap.error(f"--only: unknown estimator(s) {unknown}; choose among {list(ESTIMATORS)}")
+    main(a.steps, a.calls, a.repeats, a.timed_steps, a.seed, a.time_only, chosen)

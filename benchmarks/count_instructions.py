@@ -1,10 +1,12 @@
 """Instructions per call of the scg part of a workload, counted by valgrind's callgrind:
 W3 or W4; scg.jit's replays of W2's training step and of ten coins (w2, coins) and W2's
 recordings (w2-record); estimators over a finite support (finite, finite-eager); the
-per-draw loops of benchmarks/per_draw_ops.py (chain, plated, cartpole-ops); one eager
-CartPole update (cartpole: value_and_grad of examples/cartpole.py's expectation at a fixed
-policy, without scg.jit); the two recordings of marginal_pyro.py's HMM under scg.jit
-(hmm-recording).
+per-draw loops of benchmarks/per_draw_ops.py (chain, plated, cartpole-ops); scg.jit's
+replays of the categorical VAE's training step (categorical-vae: one step of each
+estimator of benchmarks/categorical_vae.py, or those `--only` names, at the initial
+parameters on the first minibatch); one eager CartPole update (cartpole: value_and_grad of
+examples/cartpole.py's expectation at a fixed policy, without scg.jit); the two
+recordings of marginal_pyro.py's HMM under scg.jit (hmm-recording).
 
 Timing noise aside: each tree given runs in a fresh process under
 `valgrind --tool=callgrind --instr-atstart=no`; the process builds the workload's scg call
@@ -38,6 +40,7 @@ Usage (trees are checkouts, e.g. `git worktree add --detach /tmp/tree_old <commi
     python benchmarks/count_instructions.py --workload coins --only disarm --calls 10 --trees ...
     python benchmarks/count_instructions.py --workload finite --only arms4 --trees ...
     python benchmarks/count_instructions.py --workload hmm-recording --trees ...
+    python benchmarks/count_instructions.py --workload categorical-vae --only IndeCateR --trees ...
 Not a test and not imported by the test suite.
 """
 
@@ -52,7 +55,7 @@ import time
 
 DEFAULT_CALLS = {"w3": 5, "w4": 20, "w2": 50, "w2-record": 4, "coins": 20, "chain": 5,
                  "plated": 5, "cartpole-ops": 5, "cartpole": 3, "finite": 20, "finite-eager": 5,
-                 "hmm-recording": 1}
+                 "hmm-recording": 1, "categorical-vae": 3}
 THREADS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
 
 
@@ -105,6 +108,8 @@ def build_call(tree, workload, only=None, length=200):
     if workload in ("finite", "finite-eager"):
         calls = [_finite_case(name, jit=workload == "finite") for name in only or FINITE]
         return lambda: [call() for call in calls]
+    if workload == "categorical-vae":
+        return _categorical_vae_steps(only)
     import w4_hessian as w
     return w.scg_runner(100_000)
 
@@ -155,6 +160,30 @@ def _finite_case(name, jit):
         if not grad.stats["replays"]:
             raise SystemExit(f"{name}: scg.jit did not replay: {grad.explain()}")
     return lambda: grad(theta)
+
+
+def _categorical_vae_steps(only):
+    """One training step (gradient and Adam update) of each estimator of
+    benchmarks/categorical_vae.py under scg.jit, replayed, at the initial parameters on the
+    first minibatch (the parameters are not updated between calls)."""
+    import categorical_vae as w
+    labels = only or tuple(w.ESTIMATORS)
+    unknown = sorted(set(labels) - set(w.ESTIMATORS))
+    if unknown:
+        raise SystemExit(f"--only {','.join(unknown)}: categorical_vae's estimators are "
+                         f"{', '.join(w.ESTIMATORS)}")
+    x = w.load_data()[:w.BATCH]
+    start = w.init_params(0)
+    steps = []
+    for label in labels:
+        step, opt, _ = w.scg_step(label, 0)
+        state = (start, opt.init(start))
+        for _ in range(4):  # (a step with copies records three times: they settle first)
+            step(*state, x)
+        if not step.stats["replays"]:
+            raise SystemExit(f"{label}: scg.jit did not replay: {step.explain()}")
+        steps.append((step, state))
+    return lambda: [step(*state, x) for step, state in steps]
 
 
 def _w2_step(record=False):
@@ -241,15 +270,18 @@ def main():
     p.add_argument("--native", action="store_true", help="time without valgrind")
     p.add_argument("--out-dir", help="keep callgrind's output files there")
     p.add_argument("--only", type=lambda s: [x for x in s.split(",") if x],
-                   help="coins, finite, finite-eager: these estimators or cases only "
+                   help="coins, finite, finite-eager, categorical-vae: these "
+                        "estimators or cases only "
                         "(comma-separated names)")
     p.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--tree", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.calls is None:
         args.calls = DEFAULT_CALLS[args.workload]
-    if args.only and args.workload not in ("coins", "finite", "finite-eager"):
-        p.error("--only selects the estimators of the coins workload or the finite cases")
+    if args.only and args.workload not in ("coins", "finite", "finite-eager",
+                                           "categorical-vae"):
+        p.error("--only selects the estimators of the coins and categorical-vae workloads "
+                "or the finite cases")
     if args.inner:
         return inner(args)
     results = {tree: [] for tree in args.trees}

@@ -22,6 +22,8 @@ family:
   J delta: a straight-through estimator is one plain Jacobian per draw, applied to the
   logits' derivative; `conditional_jacobian(b, v, T)`, plain, the mean of the Jacobians
   at the conditional scores over T (Gumbel-Rao's; one numba pass for the categories);
+  `reinmax_jacobian(logits, b, T)`, plain, 2 J(pi1) - J(pi0) / 2 with pi0 = soft(logits)
+  and pi1 = (soft(logits / T) + b) / 2 (ReinMax's; one numba pass for the categories);
 - `gap_offset(logits, b, gap)`: the smallest move of the scores after which they round
   to b with a margin of `gap` (the gapped straight-through estimator's perturbation);
 - `log_prob(y)`: the concrete log-density; `form`: the relaxed draw in words.
@@ -39,7 +41,7 @@ import numpy as np
 
 from ..core import effects
 from ..numpy import rules as R
-from ..kernels.relaxed import conditional_softmax_jacobian
+from ..kernels.relaxed import conditional_softmax_jacobian, reinmax_softmax_jacobian
 from . import constraints
 from .base import Distribution, broadcast_shape
 
@@ -86,6 +88,13 @@ class _Concrete(Distribution):
         Jacobian of soft at the conditional scores given b, over T (Gumbel-Rao's)."""
         y = self.soft(R.divide(self.conditional(b, v), temperature))
         return R.divide(self.soft_jacobian(y, mean_axis=0), temperature)
+
+    def reinmax_jacobian(self, logits, b, temperature):
+        """Plain, on plain logits (broadcast to the draws b): ReinMax's 2 J(pi1) - J(pi0) /
+        2, pi0 = soft(logits), pi1 = (soft(logits / T) + b) / 2, J the Jacobian of soft."""
+        pi0 = self.soft(logits)
+        pi1 = 0.5 * (self.soft(logits / temperature) + b)
+        return 2.0 * self.soft_jacobian(pi1) - 0.5 * self.soft_jacobian(pi0)
 
 
 class RelaxedBernoulli(_Concrete):
@@ -236,6 +245,10 @@ class RelaxedOneHotCategorical(_Concrete):
     def conditional_jacobian(self, b, v, temperature):
         # (one pass of a numba kernel: numpy's passes reduce over the short category axis)
         return effects.opaque(conditional_softmax_jacobian, self.logits, b, v, temperature)
+
+    def reinmax_jacobian(self, logits, b, temperature):
+        # (one pass of a numba kernel, for numpy's fifteen over (rows, K) and (rows, K, K))
+        return effects.opaque(reinmax_softmax_jacobian, logits, b, temperature)
 
     def conditional(self, b, v, wrap=lambda x: x):
         """Gumbel scores z~ given that their argmax is b (plain one-hot), from uniforms v,

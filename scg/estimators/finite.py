@@ -56,6 +56,22 @@ def traced_log_probs(site, ctx):
     return [traced.log_prob(np.broadcast_to(v, shape)) for v in support]
 
 
+def log_probs_at_rows(site, ctx, rows):
+    """log p of every value of the support at the given rows of the run, traced in the
+    parameters, as one array of physical shape (S, len(rows), *batch): one evaluation of
+    the family's log_prob at the stacked values (its log-normalizer once, not once per
+    value), and only the rows asked for (an estimator whose terms live on the main copy's
+    rows need not differentiate the others)."""
+    inner = family_of(site.dist)
+    support = support_of(site.name, site.dist, repr(site.estimator))
+    rows = np.asarray(rows)
+    params = {k: (None if v is None else R.take(ctx.param(site, k), rows, axis=0))
+              for k, v in inner.params.items()}
+    shape = (len(rows),) + tuple(inner.batch_shape) + support.shape[1:]
+    values = np.stack([np.broadcast_to(v, shape) for v in support])
+    return inner._rebuild(params).log_prob(values)
+
+
 def traced_family(site, ctx):
     """The site's family with its parameters traced, of physical shape (rows, *batch_shape,
     *event part): its log_prob at plain values (rows, *batch, *event) is traced, (rows,

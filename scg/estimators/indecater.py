@@ -8,11 +8,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core import effects
-from ..numpy import rules as R
 from .base import Estimator
 from .element_copies import assembled, copy_costs, elements, placed, require_per_element
 from .enumerate import support_of
-from .finite import plain_log_probs, traced_log_probs
+from .finite import log_probs_at_rows, plain_log_probs
 from .terms import linear_term
 
 WHO = "scg.IndeCateR()"
@@ -76,14 +75,12 @@ class IndeCateR(Estimator):
         places = tuple((slice(None),) + index + (k,) for index, k, _ in lay.slots)
         values = tuple(spread(per_copy[copy]) for _, _, copy in lay.slots)
         f = effects.opaque(assembled, (rows,) + lay.shape + (size,), places, values)
-        log_p = traced_log_probs(site, ctx)  # S arrays (rows, *batch)
-        plain = tuple(effects.asarray(x, dtype=float) for x in log_p)
-        total = None
-        for k in range(size):
-            coef = effects.opaque(_coefficient, plain, f, k)
-            term = linear_term(log_p[k], coef, 1.0 / ctx.n)
-            total = term if total is None else R.add(total, term)
-        return total
+        # (the coefficients are zero off the rows of the site's main copy: the score
+        # terms are taken there only)
+        main = np.flatnonzero(ctx.copies.index(site.name) == 0)
+        log_p = log_probs_at_rows(site, ctx, main)  # (S, main rows, *batch)
+        coef = effects.opaque(_coefficients, effects.asarray(log_p, dtype=float), f, main)
+        return linear_term(log_p, coef, 1.0 / ctx.n)
 
     def dice_log_prob(self, site, ctx):
         self.unsupported_order(site)
@@ -134,9 +131,10 @@ def _layout(name, dist, plates):
     return _Layout(support, shape, shared, slots, 1 + len(slots))
 
 
-def _coefficient(log_p, f, k):
-    """p_d(k) (f_d(k) - sum_j p_d(j) f_d(j)) per row and element: the weight of grad log
-    p_d(k). f is 0 off the main copy's rows, so the weight is too."""
-    p = np.exp(np.stack(np.broadcast_arrays(*log_p), axis=-1))  # (rows, *batch, S)
-    mean = np.sum(p * f, axis=-1)
-    return p[..., k] * (f[..., k] - mean)
+def _coefficients(log_p, f, main):
+    """p_d(k) (f_d(k) - sum_j p_d(j) f_d(j)) per value k, main row and element, shape
+    (S, main rows, *batch): the weight of grad log p_d(k). log_p (S, main rows, *batch),
+    f (rows, *batch, S) the costs of each element's branches."""
+    p = np.exp(log_p)
+    f = np.moveaxis(f[main], -1, 0)
+    return p * (f - np.sum(p * f, axis=0))

@@ -33,10 +33,7 @@ class ReinMax(StraightThrough):
         self.temperature = check_temperature("ReinMax", temperature, at_least=1.0)
 
     def jacobian(self, d, relaxation, logits, b):
-        soft, jac = relaxation.soft, relaxation.soft_jacobian
-        pi0 = soft(logits)
-        pi1 = 0.5 * (soft(logits / self.temperature) + b)
-        return 2.0 * jac(pi1) - 0.5 * jac(pi0)
+        return relaxation.reinmax_jacobian(logits, b, self.temperature)
 
     def describe(self, site):
         return (f"ReinMax at temperature {self.temperature:g}: exact discrete values, the "

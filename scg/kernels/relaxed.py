@@ -1,5 +1,8 @@
-"""Gumbel-Rao's averaged Jacobian in one pass: the mean, over k conditional Gumbel draws
-given a one-hot draw b, of the Jacobian of softmax at those scores over T, with a numpy twin.
+"""The plain Jacobians of the straight-through estimators of a categorical, one numba pass
+each, with numpy twins: Gumbel-Rao's averaged Jacobian, and ReinMax's.
+
+Gumbel-Rao: the mean, over k conditional Gumbel draws given a one-hot draw b, of the
+Jacobian of softmax at those scores over T.
 
 For each row (one categorical choice of K logits a, theta = log_softmax(a)) and each of the
 k uniform vectors v, the scores given that the argmax is the chosen c are z~_c = -log(t) and
@@ -10,6 +13,10 @@ transcendental at T = 1 beyond the k K logarithms of v. The result per row is
 (1 / (k T)) sum_j (diag(y_j) - y_j y_j^T), the plain Jacobian that the straight-through
 gradient meets (numpy's own passes over the (k, rows, K) draws reduce over the short last
 axis of K, which costs more than the arithmetic).
+
+ReinMax: 2 J(pi1) - J(pi0) / 2 with pi0 = softmax(a), pi1 = (softmax(a / T) + b) / 2 and
+J(y) = diag(y) - y y^T, per row; in numpy some fifteen passes over the (rows, K) and
+(rows, K, K) arrays, here one.
 """
 
 import math
@@ -104,3 +111,66 @@ def conditional_softmax_jacobian_twin(logits, b, v, temperature):
     y = e / np.sum(e, axis=-1, keepdims=True)
     jacobians = y[..., :, None] * (np.eye(y.shape[-1]) - y[..., None, :])
     return np.mean(jacobians, axis=0) / temperature
+
+
+@njit(cache=True, error_model="numpy")
+def _reinmax_softmax_jacobian(logits, b, temperature, out):
+    """out[r] = 2 J(pi1) - J(pi0) / 2 of row r; logits, b (rows, K)."""
+    rows, K = logits.shape
+    pi0 = np.empty(K)
+    pi1 = np.empty(K)
+    for r in range(rows):
+        top = -np.inf
+        for i in range(K):
+            if logits[r, i] > top:
+                top = logits[r, i]
+        total = 0.0
+        for i in range(K):
+            pi0[i] = math.exp(logits[r, i] - top)
+            total += pi0[i]
+        for i in range(K):
+            pi0[i] /= total
+        if temperature == 1.0:
+            for i in range(K):
+                pi1[i] = 0.5 * (pi0[i] + b[r, i])
+        else:
+            total = 0.0
+            for i in range(K):
+                pi1[i] = math.exp((logits[r, i] - top) / temperature)
+                total += pi1[i]
+            for i in range(K):
+                pi1[i] = 0.5 * (pi1[i] / total + b[r, i])
+        for i in range(K):
+            for c in range(K):
+                one = 1.0 if i == c else 0.0
+                out[r, i, c] = 2.0 * (pi1[i] * (one - pi1[c])) - 0.5 * (pi0[i] * (one - pi0[c]))
+
+
+def reinmax_softmax_jacobian(logits, b, temperature):
+    """ReinMax's Jacobian 2 J(pi1) - J(pi0) / 2 per row, pi0 = softmax(logits), pi1 =
+    (softmax(logits / T) + b) / 2 (the one-hot draw b): (*batch, K, K). logits broadcast
+    to b's shape (plain arrays)."""
+    b = np.ascontiguousarray(b, dtype=float)
+    shape = b.shape
+    K = shape[-1]
+    flat_logits = np.ascontiguousarray(np.broadcast_to(logits, shape), dtype=float)
+    out = np.empty(shape + (K,))
+    _reinmax_softmax_jacobian(flat_logits.reshape(-1, K), b.reshape(-1, K),
+                              float(temperature), out.reshape(-1, K, K))
+    return out
+
+
+def reinmax_softmax_jacobian_twin(logits, b, temperature):
+    """The same in numpy, along the formulas as written."""
+    logits = np.broadcast_to(np.asarray(logits, dtype=float), np.shape(b))
+
+    def softmax(x):
+        e = np.exp(x - np.max(x, axis=-1, keepdims=True))
+        return e / np.sum(e, axis=-1, keepdims=True)
+
+    def jacobian(y):
+        return y[..., :, None] * (np.eye(y.shape[-1]) - y[..., None, :])
+
+    pi0 = softmax(logits)
+    pi1 = 0.5 * (softmax(logits / temperature) + b)
+    return 2.0 * jacobian(pi1) - 0.5 * jacobian(pi0)
