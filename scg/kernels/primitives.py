@@ -14,6 +14,7 @@ VJPs of those derivative primitives differentiate the twin on the tape, so
 second and higher orders are exact compositions of primitives.
 """
 
+import collections
 import math
 import re
 
@@ -336,7 +337,10 @@ def filled(value, a0):
 
 def _inline_kernel(kernel, which):
     """The INLINE entry of a kernel-backed primitive (see scg/core/lowering.py)."""
-    calls = {}  # the specialized functions, one per kind of call (kept: constants of programs)
+    # the specialized functions, one per kind of call, the least recently used dropped
+    # beyond _KEPT_CALLS: they are constants of programs, and two recordings of one call
+    # replay only if they name the same function (a model's calls are the most recent)
+    calls = collections.OrderedDict()
 
     def inline(args, kwargs, ans, exprs, named, const):
         if kwargs:
@@ -347,12 +351,14 @@ def _inline_kernel(kernel, which):
                       args[k].size == 1)
         key = (constants,) + tuple((type(a), getattr(a, "shape", None), getattr(a, "dtype", None))
                                for a in args)
-        if key not in calls:
-            if len(calls) >= 64:  # (shapes that change on every call)
-                calls.clear()
-            calls[key] = _small_call(kernel, which, args, fixed) or \
+        call = calls.get(key, _MISSING)
+        if call is _MISSING:
+            if len(calls) >= _KEPT_CALLS:  # (shapes that change on every call)
+                calls.popitem(last=False)
+            call = calls[key] = _small_call(kernel, which, args, fixed) or \
                 _broadcast_call(kernel, which, args, constants)
-        call = calls[key]
+        else:
+            calls.move_to_end(key)
         if call is None:
             return None
         if call.prefilled:
@@ -366,6 +372,8 @@ def _inline_kernel(kernel, which):
     return inline
 
 
+_KEPT_CALLS = 1024
+_MISSING = object()
 _RECORDED = re.compile(r"v\d+$")  # (the name of a recorded value in a program's source)
 
 

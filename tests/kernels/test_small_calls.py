@@ -96,3 +96,31 @@ def test_arguments_broadcast_along_other_axes(which, scale):
     laid[1] = strided
     np.testing.assert_array_equal(call(*laid), _materialized(K.normal_density, which,
                                                              (x, strided, scale)))
+
+
+def test_a_model_whose_calls_arrive_as_the_kept_calls_overflow_still_replays(monkeypatch):
+    # (scg.jit's specialized kernel calls are constants of its programs: two recordings
+    # replay only if they name the same function, also when the kept ones overflow while
+    # the first recording makes its calls)
+    import scg
+    from scg.kernels import primitives
+
+    monkeypatch.setattr(primitives, "_KEPT_CALLS", 6)
+
+    def log_density(x):
+        return np.sum(scg.Normal(x, 1.5).log_prob(np.linspace(-1.0, 1.0, x.size)))
+
+    def three_densities(x):  # (three kinds of call: the scale a number, a vector, x's)
+        return np.sum(scg.Normal(x, 1.5).log_prob(np.full(x.shape, 0.2))) + \
+            np.sum(scg.Normal(0.3, x * x + 1.0).log_prob(np.full(x.shape, 0.1))) + \
+            np.sum(scg.Normal(x, x * x + 1.0).log_prob(np.full(x.shape, -0.1)))
+
+    for size in range(2, 7):  # (other shapes first: the kept calls are nearly full)
+        f = scg.jit(log_density)
+        for _ in range(3):
+            f(np.linspace(0.0, 1.0, size))
+    g = scg.jit(three_densities)
+    x = np.linspace(0.0, 1.0, 11)
+    for _ in range(4):
+        assert g(x) == three_densities(x)
+    assert g.stats["replays"] >= 1, g.explain()
