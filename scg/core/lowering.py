@@ -15,3 +15,17 @@ arguments after the first (a shape, axes) hold no recorded value.
 """
 
 INLINE = {}
+
+# Functions whose result never shares memory with an argument (a new array, or a view of
+# one): a program may then give an argument's memory to a later value once the argument
+# is dead, whatever the result lives on (scg/jit/buffers.py). Registered where each
+# function is defined: FRESH.add(fn).
+FRESH = set()
+
+
+def is_fresh(fn):
+    """Is fn registered in FRESH?"""
+    try:
+        return fn in FRESH
+    except TypeError:  # (an unhashable callable)
+        return False

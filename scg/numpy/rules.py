@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 from ..core import effects, rewrites
-from ..core.lowering import INLINE
+from ..core.lowering import FRESH, INLINE
 from ..core.tape import Box, Primitive, Tracer, defvjp, strip
 from ..errors import TracingError
 from ..core.facts import LARGE, known_sum, remember
@@ -490,6 +490,7 @@ stop_gradient = prim("stop_gradient", lambda x: x, "cut", batch=EW, doc="""The v
 
 # ---------------------------------------------------------------- selection
 where = prim("where", np.where, batch=EW)
+FRESH.add(np.where)  # (a new array always; see scg/core/lowering.py)
 clip = prim("clip", np.clip, batch=EW)
 
 defvjp(where, None,
@@ -613,6 +614,7 @@ mean = prim("mean", _mean, batch=_batch_reduction)
 max_ = prim("max", np.max, batch=_batch_reduction)
 min_ = prim("min", np.min, batch=_batch_reduction)
 sum_.axes = mean.axes = max_.axes = min_.axes = _axes_reduction
+FRESH.update((_sum, _mean))  # (new arrays, or views of new ones)
 # (np.any / np.all along logical axes: per draw, a value like any other reduction)
 any_ = prim("any", np.any, "jump", batch=_batch_reduction)
 all_ = prim("all", np.all, "jump", batch=_batch_reduction)
@@ -1226,6 +1228,7 @@ def _put_along_axis_add(g, indices, x_shape, axis):
 
 
 put_along_axis_add = prim("put_along_axis_add", _put_along_axis_add)
+FRESH.add(_put_along_axis_add)
 
 defvjp(getitem, lambda g, ans, x, index: untake(g, index, shape(x)))
 defvjp(untake, lambda g, ans, y, index, x_shape: getitem(g, index))
@@ -1287,6 +1290,7 @@ def _batch_matmul(prim, args, kwargs, batched):
 
 
 matmul = prim("matmul", _matmul, batch=_batch_matmul)
+FRESH.add(_matmul)
 
 
 def _axes_matmul(args, kwargs, labels, shapes, out_shape):
@@ -1558,6 +1562,7 @@ def _axes_along_axis(args, kwargs, labels, shapes, out_shape):
 
 logsumexp.axes = _axes_reduction
 softmax.axes = log_softmax.axes = _axes_along_axis
+FRESH.update((_logsumexp, _softmax, _log_softmax))
 
 defvjp(sigmoid, lambda g, ans, x: multiply(g, multiply(ans, subtract(1.0, ans))))
 # sigmoid(x) = 1 - exp(-softplus(x)) = -expm1(-ans): exact at both ends, x = -inf and +inf

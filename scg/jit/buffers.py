@@ -1,0 +1,131 @@
+"""Buffers a replayed program keeps between calls for its large elementwise results.
+
+A recorded step makes the same large temporaries on every call: an RL step's (4096, 64)
+activations, their tanh, the cotangents of the backward pass. Each is fresh memory when the
+allocator has given the previous call's back to the system (glibc trims its heap once the
+free memory on top passes a few MB), and fresh memory costs a page fault per 4 KB as it is
+first written: on a 2-core VM about 3 us a fault, more than the pass that writes it.
+
+So `plan` gives each large ufunc result of a program (`v7 = c3(v5, v6)` with c3 a ufunc)
+a buffer of its own layout, written with `out=` on every replay, and hands a buffer to a
+later result once nothing can read the earlier one: a value computed from a buffered one
+by anything other than a ufunc (a reshape, an index, a kernel) may be a view of it, so a
+buffer is held until the last use of every value that may share it. A buffer that a
+value returned by the program, an effect or a call of a reference (state, a source, a
+user's object) may hold is never used: it would leave the program. The values are those
+of the same ufunc without `out=`, so a replay stays bit for bit the eager run.
+"""
+
+import re
+import threading
+
+import numpy as np
+
+# Results of at least MIN_BYTES (glibc's first threshold for mapping memory apart: smaller
+# ones come from its bins and are not trimmed) and at most MAX_BYTES (larger ones it maps
+# apart anyway); at most TOTAL_BYTES held by one program.
+MIN_BYTES = 1 << 17
+MAX_BYTES = 1 << 25
+TOTAL_BYTES = 1 << 28
+
+_CALL = re.compile(r"^v(\d+) = (c\d+)\(([^=]*)\)$")  # (positional arguments only)
+_VALUE = re.compile(r"\bv(\d+)\b")
+_REF = re.compile(r"\br\d+\b")
+_OUT = re.compile(r", out=b\d+\)")
+
+
+def note_output(buffered, slot, ufunc, ans):
+    """Note, in `buffered`, the layout of `ans`, the result of `ufunc` in `slot`, if a
+    buffer may hold it: a contiguous ndarray of a size between MIN_BYTES and MAX_BYTES."""
+    if ufunc.nout != 1 or type(ans) is not np.ndarray or not MIN_BYTES <= ans.nbytes <= MAX_BYTES:
+        return
+    if ans.flags.c_contiguous:
+        buffered[slot] = (ans.shape, ans.dtype, "C")
+    elif ans.flags.f_contiguous:
+        buffered[slot] = (ans.shape, ans.dtype, "F")
+
+
+def plan(body, out_exprs, buffered, fresh):
+    """The lines `body` with `out=bK` added to the ufunc calls that get a buffer, and the
+    buffers {"bK": array} (see the module docstring). `buffered`: the layouts of the
+    ufunc results that may get one, by value; `fresh`: the values that share no memory
+    with their arguments (ufunc results, and the functions of scg/core/lowering.FRESH)."""
+    if not buffered:
+        return body, {}
+    candidates = {}  # line -> the value it defines, for the ufunc results noted
+    for k, line in enumerate(body):
+        m = _CALL.match(line)
+        if m and int(m.group(1)) in buffered:
+            candidates[k] = m.group(1)
+    if not candidates:
+        return body, {}
+    shares = {}   # value -> the candidates whose memory it may share
+    last = {}     # candidate -> the last line that reads a value sharing its memory
+    leaves = set()  # candidates whose memory may leave the program
+    for k, line in enumerate(body):
+        assigns = "=" in line.split("(")[0] and not line.startswith("if ")
+        targets, rhs = line.partition(" = ")[::2] if assigns else ("", line)
+        reached = set()
+        for v in _VALUE.findall(rhs):
+            reached.update(shares.get(v, ()))
+        for c in reached:
+            last[c] = k
+        if _REF.search(rhs) or not (assigns or line.startswith("if ")):
+            leaves |= reached  # (state, sources, effects: they may keep what they get)
+        if k in candidates:
+            c = candidates[k]
+            shares[c] = (c,)
+            last[c] = k
+        elif assigns and reached:
+            for t in _VALUE.findall(targets):
+                if int(t) in fresh:
+                    continue
+                shares[t] = tuple(reached)
+    for e in out_exprs:
+        for v in _VALUE.findall(e):
+            leaves.update(shares.get(v, ()))
+    release = {}
+    for c, k in last.items():
+        release.setdefault(k, []).append(c)
+    body = list(body)
+    free, owner, held, total = {}, {}, {}, 0
+    for k, line in enumerate(body):
+        c = candidates.get(k)
+        if c is not None and c not in leaves:
+            layout = buffered[int(c)]
+            name = free.get(layout, []).pop() if free.get(layout) else None
+            if name is None:
+                shape, dtype, order = layout
+                size = np.dtype(dtype).itemsize * int(np.prod(shape))
+                if total + size <= TOTAL_BYTES:
+                    name = f"b{len(held)}"
+                    held[name] = np.empty(shape, dtype, order=order)
+                    total += size
+            if name is not None:
+                body[k] = f"{line[:-1]}, out={name})"
+                owner[c] = (name, layout)
+        for c in release.get(k, ()):
+            if c in owner:
+                name, layout = owner.pop(c)
+                free.setdefault(layout, []).append(name)
+    return body, held
+
+
+def without(source):
+    """The program's source without its buffers (each ufunc allocating its result)."""
+    return _OUT.sub(")", source)
+
+
+def one_at_a_time(program, plain):
+    """`program` (which writes into its buffers) for one call at a time; a call made while
+    another runs it (another thread, or the program calling itself) runs `plain`."""
+    lock = threading.Lock()
+
+    def run(*inputs):
+        if lock.acquire(blocking=False):
+            try:
+                return program(*inputs)
+            finally:
+                lock.release()
+        return plain(*inputs)
+    return run
