@@ -1,0 +1,135 @@
+"""A replay's buffers for its large ufunc results (scg/jit/buffers.py).
+
+The plan on hand-written programs: a buffer is not handed on while a view of its value is
+alive, nor used for a value that leaves the program. Then replays of functions on large
+arrays: every bit of the eager result on every call, results kept from earlier calls
+left alone by later ones, the same with two threads replaying at once.
+"""
+
+import threading
+
+import numpy as np
+
+import scg
+from scg.jit import buffers
+
+from .compare import same_bits
+
+BIG = (256, 128)  # 256 KB of float64: above buffers.MIN_BYTES
+LAYOUT = (BIG, np.dtype(float), "C")
+
+
+def _source(jitted):
+    return next(e.source for e in jitted._entries.values() if e.source)
+
+
+def test_plan_hands_a_buffer_on_once_its_value_is_dead():
+    body = ["v2 = c0(v0, v1)",      # buffered
+            "v3 = c0(v2, v1)",      # buffered; v2 dead after this line
+            "v4 = c0(v3, v3)",      # may take v2's buffer
+            "v5 = c1(v4, axis=0)"]  # a reduction (fresh): returned
+    planned, held = buffers.plan(body, ["v5"], {2: LAYOUT, 3: LAYOUT, 4: LAYOUT}, {2, 3, 4, 5})
+    assert planned[:3] == ["v2 = c0(v0, v1, out=b0)", "v3 = c0(v2, v1, out=b1)",
+                           "v4 = c0(v3, v3, out=b0)"]
+    assert sorted(held) == ["b0", "b1"] and held["b0"].shape == BIG
+
+
+def test_plan_keeps_a_buffer_while_a_view_of_its_value_lives():
+    body = ["v2 = c0(v0, v1)",          # buffered
+            "v3 = v2.reshape((32768,))",  # may be a view of v2's buffer
+            "v4 = c0(v0, v0)",          # v2 is dead, but v3 is not: a new buffer
+            "v5 = c2(v3, v4)",
+            "v6 = c1(v5, axis=0)"]
+    planned, held = buffers.plan(body, ["v6"], {2: LAYOUT, 4: LAYOUT}, {2, 4, 5, 6})
+    assert planned[0].endswith("out=b0)") and planned[2].endswith("out=b1)")
+
+
+def test_plan_gives_no_buffer_to_what_leaves_the_program():
+    body = ["v2 = c0(v0, v1)",          # returned through a view
+            "v3 = v2.reshape((32768,))",
+            "v4 = c0(v0, v0)",          # handed to a reference (state, a user's object)
+            "v5 = r0(v4)",
+            "v6 = c0(v1, v1)",          # read by an effect
+            "r1.update(v6)"]
+    planned, held = buffers.plan(body, ["v3", "v5"], {2: LAYOUT, 4: LAYOUT, 6: LAYOUT},
+                                 {2, 4, 6})
+    assert held == {} and planned == body
+
+
+def test_plan_leaves_small_and_unnoted_results_alone():
+    buffered = {}
+    buffers.note_output(buffered, 1, np.add, np.ones(10))          # small
+    buffers.note_output(buffered, 2, np.add, np.ones(BIG)[:, ::2])  # not contiguous
+    buffers.note_output(buffered, 3, np.divmod, np.ones(BIG))      # two results
+    buffers.note_output(buffered, 4, np.add, np.ones(BIG).T)       # Fortran order
+    assert buffered == {4: (BIG[::-1], np.dtype(float), "F")}
+
+
+def _mlp_loss(params, x, tokens):
+    lp = scg.log_softmax(scg.nn.mlp(params, x, activation=np.tanh), axis=-1)
+    logp = np.take_along_axis(lp, tokens[..., None], axis=-1)[..., 0]
+    return -np.mean(np.exp(logp - 0.1) * logp)
+
+
+def _mlp_problem(seed):
+    rng = np.random.default_rng(seed)
+    params = scg.nn.init_mlp(rng, [12, 64, 16], init="glorot")
+    x = rng.normal(size=(128, 8, 12))
+    tokens = rng.integers(0, 16, size=(128, 8))
+    return params, x, tokens
+
+
+def test_replayed_gradient_of_large_arrays_is_the_eager_one_on_every_call():
+    step = scg.jit(scg.grad(_mlp_loss))
+    kept = []
+    for seed in range(6):
+        args = _mlp_problem(seed)
+        got = step(*args)
+        assert same_bits(got, scg.grad(_mlp_loss)(*args)), seed
+        kept.append((args, got))
+    assert step.stats["replays"] >= 3
+    assert "out=b" in _source(step)
+    for args, got in kept:  # (no later call wrote into an earlier result)
+        assert same_bits(got, scg.grad(_mlp_loss)(*args))
+
+
+def test_results_that_are_views_of_ufunc_results_are_not_overwritten():
+    def f(x):
+        y = np.tanh(x) * 2.0
+        return y.reshape(-1)[::3], np.exp(y) + 1.0, np.sum(y * y)
+
+    jf = scg.jit(f)
+    rng = np.random.default_rng(0)
+    xs = [rng.normal(size=BIG) for _ in range(5)]
+    outs = [jf(x) for x in xs]
+    assert jf.stats["replays"] >= 2
+    for x, out in zip(xs, outs):
+        assert same_bits(out, f(x))
+
+
+def test_two_threads_replaying_one_program_with_buffers():
+    step = scg.jit(scg.grad(_mlp_loss))
+    problems = [_mlp_problem(seed) for seed in range(4)]
+    for args in problems[:3]:
+        step(*args)
+    assert step.stats["replays"] >= 1 and "out=b" in _source(step)
+    want = [scg.grad(_mlp_loss)(*args) for args in problems]
+    start = threading.Barrier(2)
+    results, errors = [[], []], []
+
+    def job(k):
+        try:
+            start.wait(timeout=30)
+            for _ in range(10):
+                for j in (k, k + 2):
+                    results[k].append((j, step(*problems[j])))
+        except BaseException as e:  # (reported in the main thread)
+            errors.append(e)
+
+    threads = [threading.Thread(target=job, args=(k,)) for k in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not errors, errors
+    assert all(same_bits(got, want[j]) for k in range(2) for j, got in results[k])
