@@ -23,9 +23,25 @@ INLINE = {}
 FRESH = set()
 
 
+# Functions with a keyword `out`: given a C-contiguous array of their result's shape and
+# dtype, they write the result into it (the same values) and return it. A replay may then
+# keep the memory of their large results between calls, as it keeps a ufunc's (see
+# scg/jit/buffers.py). Registered where each function is defined: WRITES_OUT.add(fn).
+WRITES_OUT = set()
+
+
 def is_fresh(fn):
     """Is fn registered in FRESH?"""
+    return _registered(FRESH, fn)
+
+
+def writes_out(fn):
+    """Is fn registered in WRITES_OUT?"""
+    return _registered(WRITES_OUT, fn)
+
+
+def _registered(table, fn):
     try:
-        return fn in FRESH
+        return fn in table
     except TypeError:  # (an unhashable callable)
         return False

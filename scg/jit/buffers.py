@@ -6,10 +6,12 @@ allocator has given the previous call's back to the system (glibc trims its heap
 free memory on top passes a few MB), and fresh memory costs a page fault per 4 KB as it is
 first written: on a 2-core VM about 3 us a fault, more than the pass that writes it.
 
-So `plan` gives each large ufunc result of a program (`v7 = c3(v5, v6)` with c3 a ufunc)
-a buffer of its own layout, written with `out=` on every replay, and hands a buffer to a
-later result once nothing can read the earlier one: a value computed from a buffered one
-by anything other than a ufunc (a reshape, an index, a kernel) may be a view of it, so a
+So `plan` gives each large result of a ufunc (`v7 = c3(v5, v6)` with c3 a ufunc) or of
+a function that writes into an `out` it is given (scg/core/lowering.WRITES_OUT: matrix
+products, log-softmax, the cotangents of those and of tanh) a buffer of its own layout,
+written with `out=` on every replay, and hands a buffer to a later result once nothing
+can read the earlier one: a value computed from a buffered one by anything other than a
+ufunc or a function of lowering.FRESH (a reshape, an index) may be a view of it, so a
 buffer is held until the last use of every value that may share it. A buffer that a
 value returned by the program, an effect or a call of a reference (state, a source, a
 user's object) may hold is never used: it would leave the program. The values are those
@@ -28,20 +30,22 @@ MIN_BYTES = 1 << 17
 MAX_BYTES = 1 << 25
 TOTAL_BYTES = 1 << 28
 
-_CALL = re.compile(r"^v(\d+) = (c\d+)\(([^=]*)\)$")  # (positional arguments only)
+_CALL = re.compile(r"^v(\d+) = (c\d+)\((.*)\)$")
 _VALUE = re.compile(r"\bv(\d+)\b")
 _REF = re.compile(r"\br\d+\b")
 _OUT = re.compile(r", out=b\d+\)")
 
 
 def note_output(buffered, slot, ufunc, ans):
-    """Note, in `buffered`, the layout of `ans`, the result of `ufunc` in `slot`, if a
-    buffer may hold it: a contiguous ndarray of a size between MIN_BYTES and MAX_BYTES."""
-    if ufunc.nout != 1 or type(ans) is not np.ndarray or not MIN_BYTES <= ans.nbytes <= MAX_BYTES:
+    """Note, in `buffered`, the layout of `ans`, the result in `slot` of `ufunc` (None: of
+    a function of scg/core/lowering.WRITES_OUT), if a buffer may hold it: a contiguous
+    ndarray (C-contiguous for a function) of a size between MIN_BYTES and MAX_BYTES."""
+    if (ufunc is not None and ufunc.nout != 1) or type(ans) is not np.ndarray or \
+            not MIN_BYTES <= ans.nbytes <= MAX_BYTES:
         return
     if ans.flags.c_contiguous:
         buffered[slot] = (ans.shape, ans.dtype, "C")
-    elif ans.flags.f_contiguous:
+    elif ans.flags.f_contiguous and ufunc is not None:
         buffered[slot] = (ans.shape, ans.dtype, "F")
 
 

@@ -37,7 +37,7 @@ import numpy as np
 
 from ..core import pytree
 from ..core.effects import Handler, State
-from ..core.lowering import INLINE, is_fresh
+from ..core.lowering import INLINE, is_fresh, writes_out
 from ..core.random_state import restore_position, save_position
 from ..core.tape import THREAD, Tracer, strip
 from . import buffers
@@ -193,6 +193,8 @@ class _Recording(Handler):
                 buffers.note_output(self.buffered, outs[0].slot, fn, ans)
             elif is_fresh(fn):
                 self.fresh.add(outs[0].slot)
+                if writes_out(fn) and not (kwargs and "out" in kwargs):
+                    buffers.note_output(self.buffered, outs[0].slot, None, ans)
         if guard_shape:
             for o in outs:
                 self.lines.append(f"if shape(v{o.slot}) != {np.shape(o.concrete)!r}: "
