@@ -5,7 +5,7 @@ replayed program is run with a clock read between its lines (medians over repeat
 line put in a group by the function it calls: BLAS products, elementwise passes, row
 passes (log-softmax and its cotangent), gathers and scatters, reductions, and the rest
 (small operations on (512,)-sized advantages, guards, the gradient's finishing step).
-A pass is counted as large when it writes or reduces an array of at least 4096 x 16
+A line is counted as a large pass when it writes or reads an array of at least 4096 x 16
 entries. torch: its profiler's self times per operator, grouped the same way. Both on one
 thread; the minor page faults per step are counted for each (getrusage).
 
@@ -90,9 +90,7 @@ def profile_scg(label, params, batch, repeats):
     space.update(_clock=time.perf_counter, _times=times, _shapes=shapes)
     exec("\n".join(timed), space)
     run = space[lines[0].split()[1].split("(")[0]]
-    leaves = [params[0]["W"], params[0]["b"], params[1]["W"], params[1]["b"], batch["x"],
-              batch["tokens"], batch["mask"], batch["reward"], batch["logp_old"],
-              batch["logp_ref"]]
+    leaves = _leaves(params, batch)
     per_line, totals = [], []
     for _ in range(repeats):
         times[:] = [0.0] * len(body)
@@ -106,20 +104,42 @@ def profile_scg(label, params, batch, repeats):
         step(params, batch)
     faults = (_minor_faults() - faults) / 10
     groups, large = {}, {}
+    size = {}  # value -> entries (the inputs' from their arrays, the rest as computed)
+    for name, leaf in zip(re.findall(r"v\d+", lines[0]), _leaves(params, batch)):
+        size[name] = leaf.size
     for k, line in enumerate(body):
+        target = re.match(r"^(v\d+) = ", line)
+        if target:
+            size[target.group(1)] = int(np.prod(shapes[k]))
         m = re.search(r"= (c\d+)\(", line)
         name = getattr(namespace[m.group(1)], "__name__", "?") if m else ""
-        group = GROUPS.get(name, "elementwise passes" if _is_ufunc(namespace, m) else
+        group = GROUPS.get(name, "elementwise passes" if _is_elementwise(namespace, m) else
                            "other operations")
         groups[group] = groups.get(group, 0.0) + per_line[k]
-        reads_large = group == "reductions" and per_line[k] > 20e-6
-        if int(np.prod(shapes[k])) >= LARGE or reads_large:
+        # (a pass over a large array: one that writes or reads one; the gradient's
+        # finishing step and guards only look at their values)
+        touched = max((size.get(v, 0) for v in re.findall(r"v\d+", line)), default=0)
+        if touched >= LARGE and name != "_finish_recorded" and not line.startswith(("if ", "del ")):
             large[group] = large.get(group, 0) + 1
-    return float(np.median(totals)), groups, large, faults, len(body)
+    return (float(np.median(totals)), groups, large, faults,
+            sum(not line.startswith("del ") for line in body))
 
 
-def _is_ufunc(namespace, m):
-    return m is not None and isinstance(namespace[m.group(1)], np.ufunc)
+def _is_elementwise(namespace, m):
+    return m is not None and (isinstance(namespace[m.group(1)], np.ufunc) or
+                              namespace[m.group(1)] in (np.where, np.clip))
+
+
+def _leaves(params, batch):
+    return [params[0]["W"], params[0]["b"], params[1]["W"], params[1]["b"], batch["x"],
+            batch["tokens"], batch["mask"], batch["reward"], batch["logp_old"],
+            batch["logp_ref"]]
+
+
+TORCH_ELEMENTWISE = {"add", "add_", "mul", "mul_", "sub", "sub_", "rsub", "div", "div_",
+                     "exp", "neg", "where", "clamp", "clamp_min", "maximum", "minimum",
+                     "masked_fill_", "fill_", "copy_", "zero_", "pow", "sqrt", "ge", "le",
+                     "eq", "gt", "lt", "ne", "sign", "abs"}
 
 
 def profile_torch(label, params, batch, repeats):
@@ -135,19 +155,37 @@ def profile_torch(label, params, batch, repeats):
         step(params, batch)
     total = (time.perf_counter() - t0) / 10
     faults = (_minor_faults() - faults) / 10
-    with profile(activities=[ProfilerActivity.CPU]) as prof:
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
         for _ in range(repeats):
             step(params, batch)
     groups, large = {}, {}
+    for event in prof.events():  # (large passes: operators with a large input)
+        name = event.name.split("::")[-1]
+        if not event.name.startswith("aten::") or name in _TORCH_WRAPPERS:
+            continue
+        if any(int(np.prod(shape)) >= LARGE for shape in event.input_shapes if shape):
+            group = GROUPS.get(name, "elementwise passes" if name in TORCH_ELEMENTWISE else
+                               "other operations")
+            large[group] = large.get(group, 0) + 1 / repeats
+    with profile(activities=[ProfilerActivity.CPU]) as prof:  # (times: without the shapes)
+        for _ in range(repeats):
+            step(params, batch)
     for event in prof.key_averages():
         name = event.key.split("::")[-1]
-        if event.key.startswith("autograd::") or name in ("matmul", "linear"):
+        if event.key.startswith("autograd::") or name in _TORCH_WRAPPERS:
             continue  # (wrappers: their time is their operators')
-        group = GROUPS.get(name, "elementwise passes" if event.self_cpu_time_total / max(
-            event.count, 1) > 20 else "other operations")
+        group = GROUPS.get(name, "elementwise passes" if name in TORCH_ELEMENTWISE else
+                           "other operations")
         groups[group] = groups.get(group, 0.0) + event.self_cpu_time_total * 1e-6 / repeats
     del torch
-    return total, groups, faults
+    return total, groups, large, faults
+
+
+# operators that call others (their time and passes are those of what they call)
+_TORCH_WRAPPERS = {"matmul", "linear", "to", "_to_copy", "view", "reshape", "expand",
+                   "unsqueeze", "squeeze", "select", "slice", "t", "transpose", "numpy",
+                   "detach", "alias", "as_strided", "empty", "empty_like", "empty_strided",
+                   "zeros", "zeros_like", "ones_like", "clone", "contiguous"}
 
 
 def bare_parts(params, batch, repeats):
@@ -190,14 +228,18 @@ def main(argv=None):
     torch.set_num_threads(1)
     params, batch = R.problem()
     total, groups, large, faults, n_lines = profile_scg(args.config, params, batch, args.repeats)
-    t_total, t_groups, t_faults = profile_torch(args.config, params, batch, args.repeats)
+    t_total, t_groups, t_large, t_faults = profile_torch(args.config, params, batch,
+                                                         args.repeats)
     print(f"{args.config}: scg.jit replay {total * 1e3:.3f} ms ({n_lines} lines, "
           f"{faults:.0f} minor page faults per step); torch {t_total * 1e3:.3f} ms "
           f"({t_faults:.0f} faults per step)")
-    print(f"  {'group':32s} {'scg.jit ms':>10s} {'large passes':>12s} {'torch ms':>9s}")
+    print(f"  {'group':32s} {'scg.jit ms':>10s} {'large passes':>12s} {'torch ms':>9s}"
+          f" {'large passes':>12s}")
     for group in sorted(set(groups) | set(t_groups), key=lambda g: -groups.get(g, 0.0)):
         print(f"  {group:32s} {groups.get(group, 0.0) * 1e3:10.3f} {large.get(group, 0):12d}"
-              f" {t_groups.get(group, 0.0) * 1e3:9.3f}")
+              f" {t_groups.get(group, 0.0) * 1e3:9.3f} {t_large.get(group, 0):12.0f}")
+    print(f"  {'total':32s} {sum(groups.values()) * 1e3:10.3f} {sum(large.values()):12d}"
+          f" {sum(t_groups.values()) * 1e3:9.3f} {sum(t_large.values()):12.0f}")
     parts = bare_parts(params, batch, args.repeats)
     print("  bare parts, interleaved medians: " + ", ".join(
         f"{k} {v * 1e3:.3f} ms" for k, v in parts.items()))

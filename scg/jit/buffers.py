@@ -20,15 +20,20 @@ of the same ufunc without `out=`, so a replay stays bit for bit the eager run.
 
 import re
 import threading
+import weakref
 
 import numpy as np
 
 # Results of at least MIN_BYTES (glibc's first threshold for mapping memory apart: smaller
 # ones come from its bins and are not trimmed) and at most MAX_BYTES (larger ones it maps
-# apart anyway); at most TOTAL_BYTES held by one program.
+# apart anyway); at most TOTAL_BYTES held by one program and PROCESS_BYTES by all the
+# programs alive (a jitted function keeps a program per structure of its arguments).
 MIN_BYTES = 1 << 17
 MAX_BYTES = 1 << 25
 TOTAL_BYTES = 1 << 28
+PROCESS_BYTES = 1 << 29
+_held = [0]  # bytes of the buffers of the programs alive
+_held_lock = threading.Lock()
 
 _CALL = re.compile(r"^v(\d+) = (c\d+)\((.*)\)$")
 _VALUE = re.compile(r"\bv(\d+)\b")
@@ -93,6 +98,8 @@ def plan(body, out_exprs, buffered, fresh):
         release.setdefault(k, []).append(c)
     body = list(body)
     free, owner, held, total = {}, {}, {}, 0
+    with _held_lock:
+        budget = min(TOTAL_BYTES, PROCESS_BYTES - _held[0])
     for k, line in enumerate(body):
         c = candidates.get(k)
         if c is not None and c not in leaves:
@@ -101,7 +108,7 @@ def plan(body, out_exprs, buffered, fresh):
             if name is None:
                 shape, dtype, order = layout
                 size = np.dtype(dtype).itemsize * int(np.prod(shape))
-                if total + size <= TOTAL_BYTES:
+                if total + size <= budget:
                     name = f"b{len(held)}"
                     held[name] = np.empty(shape, dtype, order=order)
                     total += size
@@ -112,7 +119,19 @@ def plan(body, out_exprs, buffered, fresh):
             if c in owner:
                 name, layout = owner.pop(c)
                 free.setdefault(layout, []).append(name)
+    with _held_lock:
+        _held[0] += total
     return body, held
+
+
+def held_bytes():
+    """Bytes of the buffers held by the programs alive."""
+    return _held[0]
+
+
+def _release(nbytes):
+    with _held_lock:
+        _held[0] -= nbytes
 
 
 def without(source):
@@ -120,9 +139,10 @@ def without(source):
     return _OUT.sub(")", source)
 
 
-def one_at_a_time(program, plain):
-    """`program` (which writes into its buffers) for one call at a time; a call made while
-    another runs it (another thread, or the program calling itself) runs `plain`."""
+def one_at_a_time(program, plain, held):
+    """`program` (which writes into the buffers `held`) for one call at a time; a call
+    made while another runs it (another thread, or the program calling itself) runs
+    `plain`. The buffers' bytes count against PROCESS_BYTES until the result is dropped."""
     lock = threading.Lock()
 
     def run(*inputs):
@@ -132,4 +152,5 @@ def one_at_a_time(program, plain):
             finally:
                 lock.release()
         return plain(*inputs)
+    weakref.finalize(run, _release, sum(b.nbytes for b in held.values()))
     return run

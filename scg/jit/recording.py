@@ -651,8 +651,8 @@ def compile_program(rec, inputs, outputs, treedef):
     exec(compile(source, f"<scg.jit {name}>", "exec"), namespace)
     program = namespace[name]
     if held:  # (the buffers serve one replay at a time; another runs the program without)
-        plain = namespace[name] = _compiled_without_buffers(source, name, namespace)
-        program = buffers.one_at_a_time(program, plain)
+        plain = _compiled_without_buffers(source, name, namespace)
+        program = buffers.one_at_a_time(program, plain, held)
     return program, source, built is not None
 
 

@@ -133,3 +133,23 @@ def test_two_threads_replaying_one_program_with_buffers():
         t.join(timeout=120)
     assert not errors, errors
     assert all(same_bits(got, want[j]) for k in range(2) for j, got in results[k])
+
+
+def test_buffers_count_against_the_process_budget_until_their_program_goes(monkeypatch):
+    import gc
+    gc.collect()
+    before = buffers.held_bytes()
+    step = scg.jit(scg.grad(_mlp_loss))
+    for seed in range(3):
+        step(*_mlp_problem(seed))
+    assert buffers.held_bytes() > before
+    del step
+    gc.collect()
+    assert buffers.held_bytes() == before
+
+    monkeypatch.setattr(buffers, "PROCESS_BYTES", buffers.held_bytes())  # (no room left)
+    step = scg.jit(scg.grad(_mlp_loss))
+    for seed in range(4):
+        args = _mlp_problem(seed)
+        assert same_bits(step(*args), scg.grad(_mlp_loss)(*args))
+    assert step.stats["replays"] >= 1 and "out=b" not in _source(step)
