@@ -16,6 +16,14 @@ buffer is held until the last use of every value that may share it. A buffer tha
 value returned by the program, an effect or a call of a reference (state, a source, a
 user's object) may hold is never used: it would leave the program. The values are those
 of the same ufunc without `out=`, so a replay stays bit for bit the eager run.
+
+The memory order of a result follows its operands' (a Fortran-order input gives
+Fortran-order intermediates), and what reads it later depends on that order (a sum adds
+its terms in memory order; a kernel takes C-contiguous rows only). So a buffered line is
+`v7 = into(c3, b0, STRIDES, v5, v6)`: the operands' strides of the recorded call, and the
+buffer is written only when the operands of this call have the same strides (so the
+result would have the recorded layout); otherwise the result is allocated as without
+buffers.
 """
 
 import re
@@ -38,26 +46,42 @@ _held_lock = threading.Lock()
 _CALL = re.compile(r"^v(\d+) = (c\d+)\((.*)\)$")
 _VALUE = re.compile(r"\bv(\d+)\b")
 _REF = re.compile(r"\br\d+\b")
-_OUT = re.compile(r", out=b\d+\)")
 
 
-def note_output(buffered, slot, ufunc, ans):
+def note_output(buffered, slot, ufunc, ans, operands=()):
     """Note, in `buffered`, the layout of `ans`, the result in `slot` of `ufunc` (None: of
-    a function of scg/core/lowering.WRITES_OUT), if a buffer may hold it: a contiguous
-    ndarray (C-contiguous for a function) of a size between MIN_BYTES and MAX_BYTES."""
+    a function of scg/core/lowering.WRITES_OUT) on `operands` (its arguments, keyword
+    values last), if a buffer may hold it: a contiguous ndarray (C-contiguous for a
+    function) of a size between MIN_BYTES and MAX_BYTES. The layout is (shape, dtype,
+    order, the operands' strides: see `strides_of`)."""
     if (ufunc is not None and ufunc.nout != 1) or type(ans) is not np.ndarray or \
             not MIN_BYTES <= ans.nbytes <= MAX_BYTES:
         return
     if ans.flags.c_contiguous:
-        buffered[slot] = (ans.shape, ans.dtype, "C")
+        buffered[slot] = (ans.shape, ans.dtype, "C", strides_of(operands))
     elif ans.flags.f_contiguous and ufunc is not None:
-        buffered[slot] = (ans.shape, ans.dtype, "F")
+        buffered[slot] = (ans.shape, ans.dtype, "F", strides_of(operands))
+
+
+def strides_of(operands):
+    """The strides of the arrays among `operands` (None for anything else), in order."""
+    return tuple([a.strides if type(a) is np.ndarray else None for a in operands])
+
+
+def into(fn, buffer, strides, *args, **kwargs):
+    """fn(*args, **kwargs) written into `buffer` (`out=`) if the arrays among its operands
+    have the `strides` of the recorded call: the result then has the layout it had there,
+    that of the buffer. Otherwise (inputs of another memory order than the recorded
+    call's) the result fn allocates, in the layout that follows from its operands."""
+    if strides_of(args + tuple(kwargs.values())) == strides:
+        return fn(*args, out=buffer, **kwargs)
+    return fn(*args, **kwargs)
 
 
 def plan(body, out_exprs, buffered, fresh):
-    """The lines `body` with `out=bK` added to the ufunc calls that get a buffer, and the
-    buffers {"bK": array} (see the module docstring). `buffered`: the layouts of the
-    ufunc results that may get one, by value; `fresh`: the values that share no memory
+    """The lines `body` with the ufunc calls that get a buffer written into it (`into`),
+    and the buffers {"bK": array} (see the module docstring). `buffered`: the layouts of
+    the ufunc results that may get one, by value (`note_output`); `fresh`: the values that share no memory
     with their arguments (ufunc results, and the functions of scg/core/lowering.FRESH)."""
     if not buffered:
         return body, {}
@@ -103,17 +127,19 @@ def plan(body, out_exprs, buffered, fresh):
     for k, line in enumerate(body):
         c = candidates.get(k)
         if c is not None and c not in leaves:
-            layout = buffered[int(c)]
+            shape, dtype, order, strides = buffered[int(c)]
+            layout = (shape, dtype, order)
             name = free.get(layout, []).pop() if free.get(layout) else None
             if name is None:
-                shape, dtype, order = layout
                 size = np.dtype(dtype).itemsize * int(np.prod(shape))
                 if total + size <= budget:
                     name = f"b{len(held)}"
                     held[name] = np.empty(shape, dtype, order=order)
                     total += size
             if name is not None:
-                body[k] = f"{line[:-1]}, out={name})"
+                target, call = line.split(" = ", 1)
+                fn, _, args = call.partition("(")
+                body[k] = f"{target} = into({fn}, {name}, {strides!r}, {args}"
                 owner[c] = (name, layout)
         for c in release.get(k, ()):
             if c in owner:
@@ -132,11 +158,6 @@ def held_bytes():
 def _release(nbytes):
     with _held_lock:
         _held[0] -= nbytes
-
-
-def without(source):
-    """The program's source without its buffers (each ufunc allocating its result)."""
-    return _OUT.sub(")", source)
 
 
 def one_at_a_time(program, plain, held):

@@ -190,11 +190,12 @@ class _Recording(Handler):
             self.lines.append(f"v{outs[0].slot} = {call}({', '.join(parts)})")
             if type(fn) is np.ufunc and not kwargs and len(args) == fn.nin:
                 self.fresh.add(outs[0].slot)
-                buffers.note_output(self.buffered, outs[0].slot, fn, ans)
+                buffers.note_output(self.buffered, outs[0].slot, fn, ans, raw)
             elif is_fresh(fn):
                 self.fresh.add(outs[0].slot)
                 if writes_out(fn) and not (kwargs and "out" in kwargs):
-                    buffers.note_output(self.buffered, outs[0].slot, None, ans)
+                    buffers.note_output(self.buffered, outs[0].slot, None, ans,
+                                        raw + list(kw.values()))
         if guard_shape:
             for o in outs:
                 self.lines.append(f"if shape(v{o.slot}) != {np.shape(o.concrete)!r}: "
@@ -637,30 +638,28 @@ def compile_program(rec, inputs, outputs, treedef):
     args = ", ".join(f"v{v.slot}" for v in inputs)
     name = f"_replay_{next(_program_ids)}"
     built = pytree.build_source(treedef, out_exprs)
-    body, held = buffers.plan(_live(body, out_exprs), out_exprs, rec.buffered,
-                                 rec.fresh)
-    body = _freed_after_last_use(body, out_exprs)
-    lines = [f"def {name}({args}):"] + [f"    {line}" for line in body]
-    lines.append(f"    return {built}" if built is not None else
-                 f"    return ({''.join(e + ', ' for e in out_exprs)})")
-    source = "\n".join(lines)
-    namespace = {"Miss": Miss, "same": same, "copy": _copy, "shape": np.shape}
+    live = _live(body, out_exprs)
+    planned, held = buffers.plan(live, out_exprs, rec.buffered, rec.fresh)
+    ret = (f"    return {built}" if built is not None else
+           f"    return ({''.join(e + ', ' for e in out_exprs)})")
+    source = _source(name, args, _freed_after_last_use(planned, out_exprs), ret)
+    namespace = {"Miss": Miss, "same": same, "copy": _copy, "shape": np.shape,
+                 "into": buffers.into}
     namespace.update({f"c{k}": c for k, c in enumerate(rec.consts)})
     namespace.update({f"r{k}": r for k, r in enumerate(rec.refs)})
     namespace.update(held)
     exec(compile(source, f"<scg.jit {name}>", "exec"), namespace)
     program = namespace[name]
     if held:  # (the buffers serve one replay at a time; another runs the program without)
-        plain = _compiled_without_buffers(source, name, namespace)
-        program = buffers.one_at_a_time(program, plain, held)
+        plain = _source(name, args, _freed_after_last_use(live, out_exprs), ret)
+        space = dict(namespace)
+        exec(compile(plain, f"<scg.jit {name}>", "exec"), space)
+        program = buffers.one_at_a_time(program, space[name], held)
     return program, source, built is not None
 
 
-def _compiled_without_buffers(source, name, namespace):
-    plain = buffers.without(source)
-    space = dict(namespace)
-    exec(compile(plain, f"<scg.jit {name}>", "exec"), space)
-    return space[name]
+def _source(name, args, body, ret):
+    return "\n".join([f"def {name}({args}):"] + [f"    {line}" for line in body] + [ret])
 
 
 def _freed_after_last_use(body, out_exprs):
