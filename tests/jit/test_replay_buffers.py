@@ -159,6 +159,15 @@ def test_buffers_count_against_the_process_budget_until_their_program_goes(monke
     assert step.stats["replays"] >= 1 and "into(" not in _source(step)
 
 
+def test_a_buffered_line_allocates_when_its_operands_are_of_another_layout():
+    x = np.ones(BIG)
+    buffer = np.empty(BIG)
+    assert buffers.into(np.add, buffer, STRIDES, x, x) is buffer
+    y = np.asfortranarray(x)
+    got = buffers.into(np.add, buffer, STRIDES, y, y)
+    assert got is not buffer and got.flags.f_contiguous and same_bits(got, y + y)
+
+
 def _layer_sums(w, x):
     h = np.tanh(x * w) * 2.0
     return np.sum(h * h) + np.sum(np.sum(h, axis=0) ** 2)
