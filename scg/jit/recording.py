@@ -389,16 +389,29 @@ def _same_view(a, b):
 
 def _frozen(x):
     """A constant as the program keeps it: an array anyone could still change in place is
-    copied (the function may change its own buffer after using it)."""
+    copied (the function may change its own buffer after using it), in its own layout."""
     if type(x) is not np.ndarray:
         return x
     owner = x
     while True:
         if owner.flags.writeable:
-            return x.copy()
+            return _copy_in_layout(x)
         if type(owner.base) is not np.ndarray:
             return x
         owner = owner.base
+
+
+def _copy_in_layout(x):
+    """A copy of x in x's layout: its broadcast (stride-0) axes broadcast again, the others
+    in x's memory order. The layout of an operand decides that of a ufunc's result (a
+    broadcast cotangent times a Fortran-order value is Fortran-order), and a sum adds its
+    terms in memory order: a C-order copy would make the replay round as the recorded call
+    did not."""
+    repeated = [st == 0 and n > 1 for st, n in zip(x.strides, x.shape)]
+    if not any(repeated):
+        return x.copy(order="K")
+    one = x[tuple(slice(0, 1) if r else slice(None) for r in repeated)]
+    return np.broadcast_to(one.copy(order="K"), x.shape)  # (read-only, as a broadcast is)
 
 
 def same(a, b):
