@@ -3,6 +3,7 @@
 from ._version import __version__
 from . import numpy as _numpy_rules  # noqa: F401  (installs numpy dispatch on traced values)
 from .kernels import small as _small_kernels  # noqa: F401  (installs small-array loops)
+from .kernels import layers as _layer_kernels  # noqa: F401  (installs log-softmax, tanh passes)
 from . import distributions
 from .differential_operators import grad, hessian, hvp, jacobian, value_and_grad
 from .jit import jit

@@ -15,3 +15,33 @@ arguments after the first (a shape, axes) hold no recorded value.
 """
 
 INLINE = {}
+
+# Functions whose result never shares memory with an argument (a new array, or a view of
+# one): a program may then give an argument's memory to a later value once the argument
+# is dead, whatever the result lives on (scg/jit/buffers.py). Registered where each
+# function is defined: FRESH.add(fn).
+FRESH = set()
+
+
+# Functions with a keyword `out`: given a C-contiguous array of their result's shape and
+# dtype, they write the result into it (the same values) and return it. A replay may then
+# keep the memory of their large results between calls, as it keeps a ufunc's (see
+# scg/jit/buffers.py). Registered where each function is defined: WRITES_OUT.add(fn).
+WRITES_OUT = set()
+
+
+def is_fresh(fn):
+    """Is fn registered in FRESH?"""
+    return _registered(FRESH, fn)
+
+
+def writes_out(fn):
+    """Is fn registered in WRITES_OUT?"""
+    return _registered(WRITES_OUT, fn)
+
+
+def _registered(table, fn):
+    try:
+        return fn in table
+    except TypeError:  # (an unhashable callable)
+        return False

@@ -7,8 +7,9 @@ primitive's lowering is registered beside it (scg/core/lowering.py). A pass retu
 for an input it does not take; with nothing registered, the rule's numpy code runs.
 
 Registered now: "square" and "square_vjp" (threaded passes over large arrays,
-scg/kernels/fused.py) and "sigmoid" (one compiled loop for small arrays,
-scg/kernels/small.py).
+scg/kernels/fused.py), "sigmoid" (one compiled loop for small arrays,
+scg/kernels/small.py), and "log_softmax", "log_softmax_vjp" and "tanh_vjp" (passes over
+the rows of a layer, scg/kernels/layers.py).
 """
 
 _TABLE = {}

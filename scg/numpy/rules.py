@@ -11,7 +11,7 @@ import re
 import numpy as np
 
 from ..core import effects, rewrites
-from ..core.lowering import INLINE
+from ..core.lowering import FRESH, INLINE, WRITES_OUT
 from ..core.tape import Box, Primitive, Tracer, defvjp, strip
 from ..errors import TracingError
 from ..core.facts import LARGE, known_sum, remember
@@ -493,6 +493,7 @@ stop_gradient = prim("stop_gradient", lambda x: x, "cut", batch=EW, doc="""The v
 
 # ---------------------------------------------------------------- selection
 where = prim("where", np.where, batch=EW)
+FRESH.add(np.where)  # (a new array always; see scg/core/lowering.py)
 clip = prim("clip", np.clip, batch=EW)
 
 defvjp(where, None,
@@ -561,7 +562,8 @@ INLINE[_sum] = _inline_sum
 def _sum_large(x, axis, keepdims):
     """Sums over the draws of a large cotangent, faster than numpy's reduction across a
     short inner axis: broadcast (stride-0) axes are summed once, and a reduction over the
-    first or last axis is a product with ones (BLAS). None when no fast path applies."""
+    first or last axis, or over the leading axes, is a product with ones (BLAS). None when
+    no fast path applies."""
     axes = _axes_tuple(axis, x.ndim)
     if x.ndim == 2 and axes == (0,) and x.strides[1] == 0 and x.strides[0]:
         # (one column repeated across the rows: the total of the column, repeated)
@@ -586,7 +588,13 @@ def _sum_large(x, axis, keepdims):
             full = np.broadcast_to(out, target)
         return full if keepdims else full.reshape(tuple(n for a, n in enumerate(x.shape)
                                                         if a not in axes))
-    if not x.flags.c_contiguous or len(axes) != 1:
+    if not x.flags.c_contiguous or not axes:
+        return None
+    if 1 < len(axes) < x.ndim and axes == tuple(range(len(axes))):  # leading axes: rows
+        rows = math.prod(x.shape[:len(axes)])
+        out = np.ones(rows) @ x.reshape(rows, -1)
+        return out.reshape((1,) * len(axes) * keepdims + x.shape[len(axes):])
+    if len(axes) != 1:
         return None
     if axes == (0,):
         out = np.ones(x.shape[0]) @ x.reshape(x.shape[0], -1)
@@ -617,6 +625,7 @@ mean = prim("mean", _mean, batch=_batch_reduction)
 max_ = prim("max", np.max, batch=_batch_reduction)
 min_ = prim("min", np.min, batch=_batch_reduction)
 sum_.axes = mean.axes = max_.axes = min_.axes = _axes_reduction
+FRESH.update((_sum, _mean))  # (new arrays, or views of new ones)
 # (np.any / np.all along logical axes: per draw, a value like any other reduction)
 any_ = prim("any", np.any, "jump", batch=_batch_reduction)
 all_ = prim("all", np.all, "jump", batch=_batch_reduction)
@@ -1282,12 +1291,18 @@ def _put_along_axis_add(g, indices, x_shape, axis):
     out = np.zeros(full, dtype=np.result_type(g, float))
     grid = list(np.ix_(*[np.arange(s) for s in g_shape]))
     grid[axis] = np.broadcast_to(_as_index(np.asarray(indices)), g_shape)
-    np.add.at(out, tuple(grid), g)
+    if g_shape[axis] == 1:
+        # one index per position: no repeats to add up, so a put (5x faster than
+        # np.add.at); 0.0 + g as np.add.at adds, so a -0.0 of g gives 0.0 as there
+        np.put_along_axis(out, grid[axis], np.add(g, 0.0), axis)
+    else:
+        np.add.at(out, tuple(grid), g)
     broadcast = tuple(i for i in range(len(x_shape)) if x_shape[i] == 1 and full[i] != 1)
     return np.add.reduce(out, axis=broadcast, keepdims=True) if broadcast else out
 
 
 put_along_axis_add = prim("put_along_axis_add", _put_along_axis_add)
+FRESH.add(_put_along_axis_add)
 
 defvjp(getitem, lambda g, ans, x, index: untake(g, index, shape(x)))
 defvjp(untake, lambda g, ans, y, index, x_shape: getitem(g, index))
@@ -1306,15 +1321,28 @@ def _by_dot(a, b):
         0 < b.ndim <= 2
 
 
-def _matmul(a, b):
+def _matmul(a, b, out=None):
     if _by_dot(a, b):
-        return a.dot(b)
+        return a.dot(b) if out is None else _dot_into(a, b, out)
     if (type(a) is np.ndarray and type(b) is np.ndarray and a.ndim > 2 and b.ndim == 2
             and a.size and a.flags.c_contiguous):
         # stacked rows times one matrix: one product of all the rows (np.matmul makes one
         # small product per leading index: 10x to 20x slower for (512, 8, 33) @ (33, 64))
-        return a.reshape(-1, a.shape[-1]).dot(b).reshape(a.shape[:-1] + (b.shape[1],))
-    return np.matmul(a, b)
+        rows = a.reshape(-1, a.shape[-1])
+        if out is not None:
+            _dot_into(rows, b, out.reshape(-1, b.shape[1]))
+            return out
+        return rows.dot(b).reshape(a.shape[:-1] + (b.shape[1],))
+    return _into(out, np.matmul(a, b))
+
+
+def _dot_into(a, b, out):
+    """a.dot(b) written into `out` (C-contiguous, the product's shape and dtype): the same
+    BLAS call; a product of another dtype is computed apart and copied."""
+    if out.dtype == np.result_type(a, b) and out.shape == a.shape[:-1] + b.shape[1:]:
+        a.dot(b, out=out)
+        return out
+    return _into(out, a.dot(b))
 
 
 def _inline_matmul(args, kwargs, ans, exprs, named, const):
@@ -1349,6 +1377,8 @@ def _batch_matmul(prim, args, kwargs, batched):
 
 
 matmul = prim("matmul", _matmul, batch=_batch_matmul)
+FRESH.add(_matmul)
+WRITES_OUT.add(_matmul)
 
 
 def _axes_matmul(args, kwargs, labels, shapes, out_shape):
@@ -1591,8 +1621,21 @@ def _logsumexp(x, axis=None, keepdims=False):
     return out if keepdims else out.squeeze(axis) if axis is not None else out.reshape(())
 
 
-def _log_softmax(x, axis=-1):
-    return x - _logsumexp(x, axis=axis, keepdims=True)
+def _log_softmax(x, axis=-1, out=None):
+    fused = rewrites.get("log_softmax")  # (one compiled pass over the rows)
+    if fused is not None:
+        ans = fused(x, axis, out)
+        if ans is not None:
+            return ans
+    return _into(out, x - _logsumexp(x, axis=axis, keepdims=True))
+
+
+def _into(out, ans):
+    """ans, or written into `out` (a function of WRITES_OUT, scg/core/lowering.py)."""
+    if out is None:
+        return ans
+    out[...] = ans
+    return out
 
 
 def _softmax(x, axis=-1):
@@ -1625,6 +1668,8 @@ def _axes_along_axis(args, kwargs, labels, shapes, out_shape):
 
 logsumexp.axes = _axes_reduction
 softmax.axes = log_softmax.axes = _axes_along_axis
+FRESH.update((_logsumexp, _softmax, _log_softmax))
+WRITES_OUT.add(_log_softmax)
 
 defvjp(sigmoid, lambda g, ans, x: multiply(g, multiply(ans, subtract(1.0, ans))))
 # sigmoid(x) = 1 - exp(-softplus(x)) = -expm1(-ans): exact at both ends, x = -inf and +inf

@@ -113,3 +113,21 @@ def test_constant_gradients_returned_twice_are_distinct_and_kept():
         assert same(first[k], kept[k])
         for k2 in second:
             assert not np.shares_memory(first[k], second[k2])
+
+
+def _centered_squares(x):
+    return np.sum((x - np.mean(x, axis=-1, keepdims=True)) ** 2)
+
+
+def test_a_constant_keeps_its_layout_so_a_replay_sums_in_the_eager_order():
+    """The cotangent of a sum is a broadcast of one number, a constant of the recording;
+    multiplied by a Fortran-order value it gives a Fortran-order product, whose sums along
+    an axis add in that memory order. Kept as a C-order copy, it gave a C-order product in
+    the replay, summed in another order: gradients off in their last bits."""
+    rng = np.random.default_rng(4)
+    g = scg.grad(_centered_squares)
+    jitted = scg.jit(g)
+    for _ in range(4):
+        x = np.asfortranarray(rng.normal(size=(16, 64, 64)))
+        assert same(jitted(x), g(x))
+    assert jitted.stats["replays"] >= 2
