@@ -73,6 +73,19 @@ def _std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
     return R.sqrt(_var(a, axis, dtype, out, ddof, keepdims, **kw))
 
 
+def _numpy_spread(p, name):
+    def impl(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
+        _reject(name, dtype=dtype, out=out, **kw)
+        return p(a, axis=_axis(axis), ddof=ddof, keepdims=bool(keepdims))
+    return impl
+
+
+# The reductions whose rules add in another order than numpy (large arrays): on a recorded
+# value of scg.jit (no derivative), numpy's own, as the eager call ran them
+NUMPY_OWN = {np.sum: _reduction(R.numpy_sum, "sum"), np.mean: _reduction(R.numpy_mean, "mean"),
+             np.var: _numpy_spread(R.numpy_var, "var"), np.std: _numpy_spread(R.numpy_std, "std")}
+
+
 def _where(condition, x=None, y=None):
     if x is None and y is None:
         return np.nonzero(strip(condition))
@@ -249,7 +262,8 @@ def array_ufunc(self, ufunc, method, *inputs, **kwargs):
 
 
 def array_function(self, func, types, args, kwargs):
-    impl = FUNCTIONS.get(func)
+    impl = NUMPY_OWN.get(func) if self.floor else None
+    impl = impl or FUNCTIONS.get(func)
     if impl is None:
         if self.floor:
             return _outside_rules(self, func, args, kwargs)
@@ -292,14 +306,16 @@ def array_methods():
         "reshape": lambda a, *shape, **kw: _reshape(
             a, shape[0] if len(shape) == 1 else shape, **kw),
         "transpose": lambda a, *axes: _transpose(a, axes[0] if len(axes) == 1 else axes or None),
-        "sum": lambda a, axis=None, keepdims=False: R.sum_(a, axis=_axis(axis), keepdims=keepdims),
-        "mean": lambda a, axis=None, keepdims=False: R.mean(a, axis=_axis(axis), keepdims=keepdims),
+        "sum": lambda a, axis=None, keepdims=False: (R.numpy_sum if a.floor else R.sum_)(
+            a, axis=_axis(axis), keepdims=keepdims),
+        "mean": lambda a, axis=None, keepdims=False: (R.numpy_mean if a.floor else R.mean)(
+            a, axis=_axis(axis), keepdims=keepdims),
         "max": lambda a, axis=None, keepdims=False: R.max_(a, axis=_axis(axis), keepdims=keepdims),
         "min": lambda a, axis=None, keepdims=False: R.min_(a, axis=_axis(axis), keepdims=keepdims),
-        "var": lambda a, axis=None, ddof=0, keepdims=False: _var(a, axis, ddof=ddof,
-                                                                 keepdims=keepdims),
-        "std": lambda a, axis=None, ddof=0, keepdims=False: _std(a, axis, ddof=ddof,
-                                                                 keepdims=keepdims),
+        "var": lambda a, axis=None, ddof=0, keepdims=False: (
+            NUMPY_OWN[np.var] if a.floor else _var)(a, axis, ddof=ddof, keepdims=keepdims),
+        "std": lambda a, axis=None, ddof=0, keepdims=False: (
+            NUMPY_OWN[np.std] if a.floor else _std)(a, axis, ddof=ddof, keepdims=keepdims),
         "squeeze": lambda a, axis=None: _squeeze(a, axis),
         "ravel": lambda a: R.reshape(a, (-1,)),
         "flatten": lambda a: R.reshape(a, (-1,)),

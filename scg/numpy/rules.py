@@ -622,6 +622,13 @@ def _mean(x, axis=None, keepdims=False):
 
 
 mean = prim("mean", _mean, batch=_batch_reduction)
+# numpy's own reductions, for the user's numpy calls on scg.jit's recorded values (which
+# carry no derivative): a replay adds as the eager call's numpy does, to the last bit
+# (_sum's passes for large arrays add in another order)
+numpy_sum = prim("numpy_sum", np.sum)
+numpy_mean = prim("numpy_mean", np.mean)
+numpy_var = prim("numpy_var", np.var)
+numpy_std = prim("numpy_std", np.std)
 max_ = prim("max", np.max, batch=_batch_reduction)
 min_ = prim("min", np.min, batch=_batch_reduction)
 sum_.axes = mean.axes = max_.axes = min_.axes = _axes_reduction
