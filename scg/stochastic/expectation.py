@@ -501,7 +501,7 @@ def grad_samples(E, argnums=0, *, allow_unused=False):
         flat = []
         for g, shape in zip(grads, traced.shapes()):
             g = np.zeros((n,) + tuple(shape)) if g is None else effects.asarray(g, dtype=float)
-            flat.append(g if g.flags.writeable else g.copy())  # not a broadcast view
+            flat.append(effects.opaque(_writable, g))  # (an operation under scg.jit)
         sites = E.last_trace.sites.values()
         if any(s.estimator.antithetic for s in sites):
             # draw i and draw i + n/2 share their noise: only the pair means are independent
@@ -540,3 +540,9 @@ def trace(model, *args, n=1, seed=None, **kwargs):
         t, _ = run_model(model, tuple(traced.args), kwargs, n=n, rng=rng, decisions={},
                          reasons={}, record=True, param_names=names)
     return t
+
+
+def _writable(g):
+    """g, or a copy of it if it is read-only (a broadcast view): the caller may write into
+    the per-draw gradients it gets."""
+    return g if g.flags.writeable else g.copy()

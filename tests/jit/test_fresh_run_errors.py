@@ -199,3 +199,20 @@ def test_errstate_ignore_inside_function():
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
         assert same(f(np.array([0.0, 1.0])), jf(np.array([0.0, 1.0])))
+
+
+def test_grad_samples_under_jit_gives_the_eager_draws_and_says_why_it_runs_afresh():
+    # (its result, a GradSamples, is not one of the values scg.jit replays; recording it
+    # used to raise AttributeError on the recorded gradients' `.flags`)
+    def model(theta):
+        x = scg.sample("x", scg.Normal(theta[0], 1.0))
+        return (x - 1.0) ** 2 * theta[1]
+
+    theta = np.array([0.3, 2.0])
+    jitted = scg.jit(scg.grad_samples(scg.expectation(model, n=8, seed=0)))
+    eager = scg.grad_samples(scg.expectation(model, n=8, seed=0))
+    for _ in range(3):
+        got, want = jitted(theta), eager(theta)
+        np.testing.assert_array_equal(got.samples, want.samples)
+        got.samples[0, 0] = 5.0  # (writable, as eager's)
+    assert "GradSamples" in jitted.explain()
