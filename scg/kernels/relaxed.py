@@ -28,6 +28,16 @@ _TINY = np.finfo(float).tiny
 _BELOW_ONE = 1.0 - np.finfo(float).epsneg  # (the uniforms clipped into (0, 1) as numpy's)
 
 
+@njit(cache=True)
+def _row_max(x, r):
+    """The largest entry of row r of x (-inf for an empty row)."""
+    top = -np.inf
+    for i in range(x.shape[1]):
+        if x[r, i] > top:
+            top = x[r, i]
+    return top
+
+
 @njit(cache=True, error_model="numpy")
 def _conditional_softmax_jacobian(logits, b, log_v, temperature, out):
     """out[r] = the mean Jacobian of row r; logits, b (rows, K); log_v (k, rows, K), the
@@ -42,10 +52,7 @@ def _conditional_softmax_jacobian(logits, b, log_v, temperature, out):
     power = -1.0 / temperature
     scale = 1.0 / (k * temperature)
     for r in range(rows):
-        top = -np.inf
-        for i in range(K):
-            if logits[r, i] > top:
-                top = logits[r, i]
+        top = _row_max(logits, r)
         total = 0.0
         for i in range(K):
             total += math.exp(logits[r, i] - top)
@@ -120,10 +127,7 @@ def _reinmax_softmax_jacobian(logits, b, temperature, out):
     pi0 = np.empty(K)
     pi1 = np.empty(K)
     for r in range(rows):
-        top = -np.inf
-        for i in range(K):
-            if logits[r, i] > top:
-                top = logits[r, i]
+        top = _row_max(logits, r)
         total = 0.0
         for i in range(K):
             pi0[i] = math.exp(logits[r, i] - top)
