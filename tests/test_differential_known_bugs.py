@@ -230,3 +230,34 @@ def test_jit_of_a_table_per_draw_indexed_by_a_draw_downstream_of_copies():
 
     jitted = _jit_equals_eager(model, n=16, seed=3, calls=6)
     assert jitted.stats["replays"] >= 1, jitted.explain()
+
+
+def test_jit_of_marginalized_categoricals_beside_rebar_learning_in_a_minibatch():
+    # (a marginalized Categorical's own factor taken as its normalized log-probabilities,
+    # transposed, rounded otherwise under scg.jit than eagerly from the fourth call: that
+    # factor is log_prob at each value again)
+    def model(theta):
+        with scg.plate("p", 2, dim=-2, subsample_size=1) as idx:
+            dp = np.array([0.2, -0.3])[idx][:, None]
+            scg.sample("x1", scg.Bernoulli(logits=0.0 + theta[0] + dp), estimator="auto")
+            z3 = scg.sample("z3", scg.Categorical(
+                logits=(0.0 + theta[0] + dp)[..., None] * np.array([0.0, 1.0, -0.5]) +
+                np.array([0.2, -0.1, 0.0])), estimator=scg.Marginalize())
+            with scg.plate("q", 2):
+                dq = np.array([0.4, -0.3])
+                x2 = scg.sample("x2", scg.Bernoulli(logits=0.0 + theta[0] + dp + dq),
+                                estimator=scg.REBAR(temperature=0.5, scale=1.0, lr=0.05))
+                z4 = scg.sample("z4", scg.OneHotCategorical(
+                    logits=(0.0 + theta[0] + dp + dq + 0.5 * x2 + 0.5 * (0.5 * z3))[..., None] *
+                    np.array([0.0, 1.0, -0.5]) + np.array([0.2, -0.1, 0.0])),
+                    estimator=scg.Marginalize())
+                scg.sample("z5", scg.Categorical(
+                    logits=(0.0 + theta[0] + dp + dq + 0.5 * (0.5 * z3) + 0.5 * (z4 @ np.array(
+                        [0.0, 1.0, -0.5])))[..., None] * np.array([0.0, 1.0, -0.5, 0.7]) +
+                    np.array([0.2, -0.1, 0.0, 0.3])), estimator=scg.Marginalize())
+                scg.sample("o6", scg.Normal(0.0 + theta[0] + dp + dq + 0.5 * (z4 @ np.array(
+                    [0.0, 1.0, -0.5])), 1.0), obs=0.4 + dp + dq)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _jit_equals_eager(model, n=64, seed=2, calls=5)

@@ -190,9 +190,9 @@ class Distribution:
     def log_prob_of_support(self):
         """log_prob at every value of `enumerate_support()` at once: shape (S,) +
         batch_shape, the values along the first axis. By default log_prob of the values
-        laid along that axis; a family may give it without comparing every value with the
-        others (Categorical: its normalized log-probabilities, transposed). Marginalize
-        asks it for a site's own factor."""
+        laid along that axis; a family may give it another way, with the same numbers to
+        the last bit eagerly and under scg.jit. Marginalize asks it for a site's own
+        factor."""
         values = np.asarray(self.enumerate_support(expand=False))
         return self.log_prob(values.reshape(values.shape[:1] + (1,) * len(self.batch_shape) +
                                             tuple(self.event_shape)))

@@ -93,12 +93,6 @@ class Categorical(Distribution):
         return expanded_support(np.arange(float(self.num_categories)), self.batch_shape, 0,
                                 expand)
 
-    def log_prob_of_support(self):
-        """The normalized log-probabilities with the categories along the first axis, shape
-        (K,) + batch_shape: log_prob of every category without comparing them."""
-        rank = len(self.batch_shape)
-        return np.transpose(self._log_probs(), (rank,) + tuple(range(rank)))
-
     def weak_derivative(self, param):
         """In each category's probability (through the normalization of probs, or the
         softmax of logits): the model at every category."""
