@@ -224,15 +224,16 @@ class PerSample(Tracer):
             raise TypeError(f"scg has no rule to evaluate '{prim.name}' on values that differ "
                             "between draws")
         ops = THREAD.ops  # (the innermost run, which effects.operation would reach)
-        key = None
+        key = out = None
         if ops is not None and ops.marginal is not None:  # (marginalized sites: reuse.py)
             reuse = ops.marginal.reuse
             key = reuse.key(prim, args, kwargs, level)
             if key is not None:
-                kept = reuse.results.get(key)
-                if kept is not None:
-                    return _reused(kept, prim, args, kwargs, level, ops)
-        if rule == "elementwise":
+                out = reuse.results.get(key)  # (the value computed before in this run)
+        reused = out is not None
+        if reused:
+            inputs = [a for a in args if type(a) is PerSample and a.level == level]
+        elif rule == "elementwise":
             out, inputs = _elementwise(prim, args, kwargs, level)
         else:  # the rule sees arrays: the physical values and the logical shapes
             arrays, batched, inputs = [], [], []
@@ -260,34 +261,13 @@ class PerSample(Tracer):
         if prim.kind != "smooth":
             deps = deps.through(prim.kind)
         result = _made(out, level, deps)
-        if key is not None:
+        if key is not None and not reused:
             reuse.keep(key, out, result.shape)
         if follow:  # (rare: an ELBO's log q(z), see zero_mean.py)
             _follow_held(prim, args, inputs, result, level)
         if ops is not None:  # (effects.operation, inlined: every per-draw operation)
             ops.operation(prim, inputs, args, kwargs, result)
         return result
-
-
-def _reused(kept, prim, args, kwargs, level, ops):
-    """The per-draw result of prim(*args, **kwargs) with the physical value and logical
-    shape `kept`, computed before in this run from the same inputs (reuse.py): its own
-    dependencies, labels and node, as if computed again."""
-    inputs = [a for a in args if type(a) is PerSample and a.level == level]
-    deps = Deps.merge([a.deps for a in inputs])
-    if prim.kind != "smooth":
-        deps = deps.through(prim.kind)
-    result = _new_object(PerSample)
-    result.value, result.shape = kept  # (the value computed before, and its logical shape)
-    result.level, result.deps, result.node, result.axes = level, deps, None, ()
-    result.mixed, result.law, result.version = _NONE, None, 0
-    result.held = result.bent = _NONE
-    for a in inputs:
-        if a.held or a.bent:  # (rare: an ELBO's log q(z), see zero_mean.py)
-            _follow_held(prim, args, inputs, result, level)
-            break
-    ops.operation(prim, inputs, args, kwargs, result)
-    return result
 
 
 def _operator(prim, reflected=False):

@@ -113,7 +113,7 @@ class Reuse:
             return
         if type(out) is np.ndarray:
             read_only(out)
-        self.results[key] = (out, shape)
+        self.results[key] = out
         self._stable[id(out)] = out
 
 
