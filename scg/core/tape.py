@@ -228,6 +228,12 @@ class Primitive:
         # the stochastic layer): a rule `rule(args, kwargs, labels, shapes, out_shape)`, or
         # None ("axis-label rules", scg/numpy/rules.py).
         self.axes = None
+        # Whether it acts on each row of its first axis apart, for a call: a rule
+        # `rule(args, kwargs, ans)` giving, per argument, whether its rows are the result's
+        # rows (True) or it is shared by every row (False); None when that call mixes rows.
+        # The backward pass then takes a cotangent that is zero off a few rows on those rows
+        # only (`Rows`). None: the cotangent is made whole first.
+        self.rows = None
 
     def __call__(self, *args, **kwargs):
         # The hot path of every operation, traced or not: kept to one loop and one call.
@@ -457,6 +463,59 @@ def strip(x, level=0):
     return x
 
 
+class Rows:
+    """A plain cotangent that is zero outside the rows `start:stop` of its first axis:
+    `value` holds those rows, `shape` is the whole cotangent's. The backward pass keeps it
+    so through the primitives that act on each row apart (`Primitive.rows`), calling their
+    rules on those rows of the arguments: the derivative of a computation on many rows of
+    which a few carry a cost is taken on those few (the branches of a copying estimator,
+    whose costs enter its terms as values, scg/stochastic/surrogate.py). Elsewhere it is
+    made whole (`dense`)."""
+
+    __slots__ = ("value", "start", "stop", "shape")
+
+    def __init__(self, value, start, stop, shape):
+        self.value, self.start, self.stop, self.shape = value, start, stop, tuple(shape)
+
+    def dense(self):
+        return rows_placed(self.value, self.start, self.stop, self.shape)
+
+
+def _rows_placed(value, start, stop, shape):
+    out = np.zeros(shape, dtype=np.result_type(value, np.float64))
+    out[start:stop] = value
+    return out
+
+
+rows_placed = Primitive("rows_placed", _rows_placed, doc="""Zeros of `shape` with `value` in
+rows start:stop of the first axis (a `Rows` cotangent made whole).""")
+rows_placed.vjps[0] = lambda g, ans, value, start, stop, shape: g[start:stop]
+
+
+def _dense(g):
+    return g.dense() if type(g) is Rows else g
+
+
+def _sum_cotangents(a, b):
+    """a + b, where either may be a `Rows`: kept on rows where both are on the same ones."""
+    if type(a) is Rows and type(b) is Rows and (a.start, a.stop) == (b.start, b.stop):
+        return Rows(a.value + b.value, a.start, a.stop, a.shape)
+    return _dense(a) + _dense(b)
+
+
+def _on_rows(node, g):
+    """The arguments, result and cotangent for the rules of `node`, on the rows of a `Rows`
+    cotangent g where the primitive acts on each row apart, and which arguments were cut
+    to those rows; else g made whole, and no argument cut."""
+    rule = node.prim.rows
+    cut = rule(node.args, node.kwargs, node.value) if rule is not None else None
+    if cut is None:
+        return node.args, node.value, g.dense(), None
+    rows = slice(g.start, g.stop)
+    args = tuple(a[rows] if c else a for a, c in zip(node.args, cut))
+    return args, node.value[rows], g.value, cut
+
+
 def backward(out_node, g, roots):
     """Propagate cotangent g from out_node; return the cotangents of `roots` (None if unreached).
 
@@ -477,9 +536,14 @@ def backward(out_node, g, roots):
             node = pop(heap)[1]
         g = grads.pop(node)
         vjps = node.rules
+        args, kwargs, ans = node.args, node.kwargs, node.value
+        if type(g) is Rows:
+            rows = g
+            args, ans, g, cut = _on_rows(node, g)
+        else:
+            cut = None
         if isinstance(g, traced) and not (type(g).floor and vjps is node.prim.plain_vjps):
             vjps = node.prim.vjps  # (a traced cotangent: the rules an outer level records)
-        args, kwargs, ans = node.args, node.kwargs, node.value
         newest = None  # the newest box that got its first cotangent here
         # (calls without * and ** for one or two arguments: unpacking costs more than the rest)
         n_args = -1 if kwargs else len(args)
@@ -490,6 +554,8 @@ def backward(out_node, g, roots):
                 gi = vjps[i](g, ans, args[0])
             else:
                 gi = vjps[i](g, ans, *args, **kwargs)
+            if cut is not None and cut[i]:
+                gi = Rows(gi, rows.start, rows.stop, node.args[i].shape)
             prev = grads.get(parent)
             if prev is None:
                 grads[parent] = gi
@@ -501,10 +567,12 @@ def backward(out_node, g, roots):
                         newest = parent
                     else:
                         push(heap, (-parent.order, parent))
+            elif type(prev) is Rows or type(gi) is Rows:
+                grads[parent] = _sum_cotangents(prev, gi)
             else:
                 grads[parent] = prev + gi
         if newest is not None and heap and newest.order < -heap[0][0]:
             push(heap, (-newest.order, newest))
             newest = None
         node = newest
-    return [grads.get(r) for r in roots]
+    return [_dense(grads.get(r)) for r in roots]

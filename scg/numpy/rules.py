@@ -12,7 +12,7 @@ import numpy as np
 
 from ..core import effects, rewrites
 from ..core.lowering import FRESH, INLINE, WRITES_OUT
-from ..core.tape import Box, Primitive, Tracer, defvjp, strip
+from ..core.tape import Box, Primitive, Rows, Tracer, defvjp, rows_placed, strip
 from ..errors import TracingError
 from ..core.facts import LARGE, known_sum, remember
 
@@ -25,7 +25,77 @@ EW = "elementwise"
 
 
 def prim(name, fn, kind="smooth", doc=None, batch=None):
-    return Primitive(name, fn, kind, doc, batch)
+    p = Primitive(name, fn, kind, doc, batch)
+    if batch == EW:
+        p.rows = rows_elementwise
+    return p
+
+
+# ---------------------------------------------------------------- rows apart
+# `Primitive.rows` (scg/core/tape.py): does a call act on each row of its first axis apart?
+# Then the backward pass takes a cotangent that is zero off a few rows on those rows only.
+def _row_flags(shapes, nd, n0):
+    """Per argument shape, True if its first axis is the result's (of `nd` dims, `n0` rows:
+    numpy's broadcasting pairs row r with row r), False if every row shares it; None if
+    neither."""
+    flags = []
+    for s in shapes:
+        if len(s) == nd and s[0] == n0:
+            flags.append(True)
+        elif len(s) < nd or s[0] == 1:
+            flags.append(False)
+        else:
+            return None
+    return tuple(flags)
+
+
+def rows_elementwise(args, kwargs, ans):
+    """Broadcasting elementwise functions: row r of the result reads row r of the
+    arguments that have the result's rows."""
+    out = shape(ans)
+    if not out or out[0] == 1 or (kwargs and any(np.ndim(v) for v in kwargs.values())):
+        return None
+    return _row_flags([shape(a) for a in args], len(out), out[0])
+
+
+def _rows_reduction(args, kwargs, ans):
+    """A reduction (or a function along an axis) over axes other than the first."""
+    if len(args) != 1:
+        return None
+    nd = len(shape(args[0]))
+    axis = kwargs.get("axis")
+    if nd == 0 or axis is None or 0 in _axes_tuple(axis, nd):
+        return None
+    return (True,)
+
+
+def _rows_along_axis(args, kwargs, ans):  # softmax, log_softmax: keyword axis=-1
+    return _rows_reduction(args, {"axis": kwargs.get("axis", -1)}, ans)
+
+
+def _rows_reshape(args, kwargs, ans):
+    """A reshape (C order) that keeps the first axis: row r stays row r."""
+    x, out = shape(args[0]), shape(ans)
+    return (True, False) if x and out and x[0] == out[0] and not kwargs else None
+
+
+def _rows_broadcast_to(args, kwargs, ans):
+    out = shape(ans)
+    flags = _row_flags([shape(args[0])], len(out), out[0]) if out else None
+    return None if flags is None else flags + (False,)
+
+
+def _rows_matmul(args, kwargs, ans):
+    """a @ b: a's rows when a is a stack or a matrix and b at most a matrix; the stacks'
+    first axis when both are stacks (numpy's broadcasting of the leading axes)."""
+    if kwargs or len(args) != 2:
+        return None
+    sa, sb, out = shape(args[0]), shape(args[1]), shape(ans)
+    if len(sa) < 2 or not out:
+        return None
+    if len(sb) <= 2:
+        return (True, False)
+    return _row_flags((sa, sb), len(out), out[0])
 
 
 def shape(x):
@@ -613,6 +683,7 @@ def _batch_reduction(prim, args, kwargs, batched):
 
 
 sum_ = prim("sum", _sum, batch=_batch_reduction)
+sum_.rows = _rows_reduction
 def _mean(x, axis=None, keepdims=False):
     # for floats the sum (np.add.reduce, as np.mean does) over the count, without np.mean's
     # wrappers; np.mean itself for the rest (it sums integers as floats)
@@ -622,6 +693,7 @@ def _mean(x, axis=None, keepdims=False):
 
 
 mean = prim("mean", _mean, batch=_batch_reduction)
+mean.rows = _rows_reduction
 # numpy's own reductions, for the user's numpy calls on scg.jit's recorded values (which
 # carry no derivative): a replay adds as the eager call's numpy does, to the last bit
 # (_sum's passes for large arrays add in another order)
@@ -631,6 +703,7 @@ numpy_var = prim("numpy_var", np.var)
 numpy_std = prim("numpy_std", np.std)
 max_ = prim("max", np.max, batch=_batch_reduction)
 min_ = prim("min", np.min, batch=_batch_reduction)
+max_.rows = min_.rows = _rows_reduction
 sum_.axes = mean.axes = max_.axes = min_.axes = _axes_reduction
 FRESH.update((_sum, _mean))  # (new arrays, or views of new ones)
 # (np.any / np.all along logical axes: per draw, a value like any other reduction)
@@ -771,6 +844,8 @@ INLINE[_expand_dims] = _inline_reshape  # (a reshape to the result's shape)
 expand_dims = prim("expand_dims", _expand_dims, batch=_batch_expand_dims)
 squeeze = prim("squeeze", np.squeeze, batch=_batch_squeeze)
 broadcast_to = prim("broadcast_to", _broadcast_to, batch=_batch_broadcast_to)
+reshape.rows = _rows_reshape
+broadcast_to.rows = _rows_broadcast_to
 
 
 def _axes_reshape(args, kwargs, labels, shapes, out_shape):
@@ -1311,6 +1386,18 @@ def _put_along_axis_add(g, indices, x_shape, axis):
 put_along_axis_add = prim("put_along_axis_add", _put_along_axis_add)
 FRESH.add(_put_along_axis_add)
 
+def _take_rows_vjp(g, ans, x, start, stop):
+    if isinstance(g, Tracer) and not type(g).floor:  # (derivatives of higher order: whole)
+        return rows_placed(g, start, stop, shape(x))
+    return Rows(g, start, stop, shape(x))
+
+
+take_rows = prim("take_rows", lambda x, start, stop: x[start:stop], doc="""x[start:stop]
+along the first axis, whose derivative is taken on those rows only: the backward pass keeps
+the cotangent of x zero off them (`Rows`, scg/core/tape.py), through the operations that act
+on each row apart.""")
+defvjp(take_rows, _take_rows_vjp)
+
 defvjp(getitem, lambda g, ans, x, index: untake(g, index, shape(x)))
 defvjp(untake, lambda g, ans, y, index, x_shape: getitem(g, index))
 defvjp(gather, lambda g, ans, x, template, *arrays: untake_at(g, template, shape(x), *arrays))
@@ -1384,6 +1471,7 @@ def _batch_matmul(prim, args, kwargs, batched):
 
 
 matmul = prim("matmul", _matmul, batch=_batch_matmul)
+matmul.rows = _rows_matmul
 FRESH.add(_matmul)
 WRITES_OUT.add(_matmul)
 
@@ -1674,6 +1762,8 @@ def _axes_along_axis(args, kwargs, labels, shapes, out_shape):
 
 
 logsumexp.axes = _axes_reduction
+logsumexp.rows = _rows_reduction
+softmax.rows = log_softmax.rows = _rows_along_axis
 softmax.axes = log_softmax.axes = _axes_along_axis
 FRESH.update((_logsumexp, _softmax, _log_softmax))
 WRITES_OUT.add(_log_softmax)

@@ -21,7 +21,7 @@ weights, and each draw's estimate is the sum over its copies.
 import numpy as np
 
 from ..core import effects
-from ..core.tape import Box, strip
+from ..core.tape import Box, Tracer, rows_placed, strip
 from ..errors import EstimatorError
 from ..estimators.baselines import warn_if_own_draw_counts
 from ..estimators.terms import magic_box
@@ -332,8 +332,13 @@ class SurrogateContext:
                     tau = sum_all(self.grid.onto(lp, s.plates, c.plates_for(s.name))
                                   for s, lp in ups)
                     value = R.multiply(magic_box(tau), value)
-            value = self._weighted(c, value, plates)
+            rows = self._live_rows(c, value) if self.first_order and self.copies else None
+            if rows is not None:  # (its derivative is taken on those rows only)
+                value = R.take_rows(value, rows.start, rows.stop)
+            value = self._weighted(c, value, plates, rows=rows)
             value = self.grid.per_draw(value)
+            if rows is not None:
+                value = rows_placed(value, rows.start, rows.stop, (trace.rows,))
             total = value if total is None else R.add(total, value)
         for s in trace.sites.values():
             if not self.first_order:
@@ -355,9 +360,10 @@ class SurrogateContext:
                     objective = R.add(objective, term)
         return objective
 
-    def _weighted(self, c, value, plates, factors=None, plain=False):
+    def _weighted(self, c, value, plates, factors=None, plain=False, rows=None):
         """A cost on the grid times the weights of the factors `factors` of the layout (all
-        of them by default) for the copying sites upstream of it, traced or `plain`."""
+        of them by default) for the copying sites upstream of it, traced or `plain`; on the
+        grid's `rows` only (a slice) if given."""
         copies = self.copies
         if not copies:
             return value
@@ -369,8 +375,29 @@ class SurrogateContext:
                     raise EstimatorError(_mixed_weights_message(c.name, wide, e,
                                                                 self.trace.sites[e].estimator))
             # (a shared cost, of one row, is counted once per draw too)
-            value = R.multiply(value, self._factor_weight(f, ups, traced=not plain))
+            w = self._factor_weight(f, ups, traced=not plain)
+            value = R.multiply(value, w if rows is None else w[rows])
         return value
+
+    def _live_rows(self, c, value):
+        """The rows start:stop (a slice) off which every weight of cost c is zero, when they
+        are at most half the rows and the weights are plain, else None. Those rows carry
+        c's whole part of the objective: the copies of a site whose estimator takes their
+        costs as values only (scg.IndeCateR) weigh zero, and the derivative of the model on
+        their rows need not be taken (scg/core/tape.py, `Rows`)."""
+        n_rows = self.trace.rows
+        if R.shape(value)[:1] != (n_rows,):
+            return None
+        copies, live = self.copies, np.ones(n_rows, dtype=bool)
+        for f in range(len(copies.factors)):
+            w = self._factor_weight(f, [e for e in copies.factors[f] if e in c.deps.up])
+            if isinstance(w, Tracer) or np.shape(w)[:1] != (n_rows,):
+                return None
+            live &= np.reshape(np.asarray(w) != 0, (n_rows, -1)).any(axis=1)
+        at = np.flatnonzero(live)
+        if not len(at) or 2 * (at[-1] + 1 - at[0]) > n_rows:
+            return None
+        return slice(int(at[0]), int(at[-1]) + 1)
 
     def _wider(self, w, plates):
         """The names of the plates along which a weight varies but that are not `plates`."""

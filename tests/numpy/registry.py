@@ -266,6 +266,13 @@ REGISTRY = {
                     fixed((((2, 3),), {"index": np.array([2, 0, 2])}))),
                Case(lambda a, index: R.gather(a, (slice(None), R.SLOT), index) ** 2,
                     fixed((((2, 3),), {"index": np.array([2, 0, 2])})), name="squared")],
+    # rows of the first axis whose cotangent stays on those rows (scg/core/tape.py, Rows)
+    R.take_rows: [Case(lambda a: R.take_rows(np.tanh(a) * a, 1, 3) ** 2,
+                       fixed((((4, 3),), {})), name="through operations on rows apart"),
+                  Case(lambda a: R.take_rows(a.T, 0, 2) ** 2, fixed((((3, 4),), {})),
+                       name="through a transpose")],
+    R.rows_placed: [Case(lambda a: R.rows_placed(a, 1, 3, (4, 3)) ** 2,
+                         fixed((((2, 3),), {})))],
     # casts between floating types (x.astype): the derivative is carried through
     R.cast: [unary(lambda a: a.astype(np.longdouble).astype(np.float64) * a,
                    name="astype to long double and back")],
