@@ -72,3 +72,35 @@ def copy_costs(site, ctx, shared):
         return ctx.spread(g, site)[onto_site]
 
     return per_copy, spread
+
+
+def spread_copies(site, ctx, shared, copies):
+    """The costs of the site's `copies` (a tuple of copy indices), each laid out as
+    `spread` of `copy_costs` lays it, stacked along a last axis: (rows, *the shared plates,
+    len(copies)). One layout of them all where no copying site upstream weighs them; one
+    per copy where one does (its weights may be traced)."""
+    if ctx.own_axis(site) != 1:
+        per_copy, spread = copy_costs(site, ctx, shared)
+        return np.stack([spread(per_copy[c]) for c in copies], axis=-1)
+    q = ctx.q(site)
+    g = effects.opaque(_at_base, q, copies)
+    onto_site = (slice(None),) + tuple(slice(None) if p in shared else 0
+                                       for p in ctx.grid.plates)
+    return ctx.spread(g, site)[onto_site]
+
+
+def _at_base(q, copies):
+    """Zeros of q's shape and a last axis of len(copies), the costs of each copy at the
+    site's copy 0 (the main run's place, where spread takes them from); q's own copies
+    lie along its axis 1 (no other copying site upstream)."""
+    out = np.zeros(q.shape + (len(copies),))
+    out[:, 0] = np.moveaxis(np.take(q, list(copies), axis=1), 1, -1)
+    return out
+
+
+def assembled_stacked(shape, places, values):
+    """Zeros of `shape` with values[..., k] at places[k]."""
+    out = np.zeros(shape)
+    for k, where in enumerate(places):
+        out[where] = values[..., k]
+    return out

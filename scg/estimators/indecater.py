@@ -9,7 +9,8 @@ import numpy as np
 
 from ..core import effects
 from .base import Estimator
-from .element_copies import assembled, copy_costs, elements, placed, require_per_element
+from .element_copies import (assembled_stacked, elements, placed, require_per_element,
+                             spread_copies)
 from .enumerate import support_of
 from .finite import log_probs_at_rows, plain_log_probs
 from .terms import linear_term
@@ -70,11 +71,10 @@ class IndeCateR(Estimator):
         require_per_element(site, lay.shared, ctx, WHO, "sets every element to each value "
                             "at once (one copy per value for the whole plate)",
                             "use scg.Score('loo')")
-        per_copy, spread = copy_costs(site, ctx, lay.shared)
         rows, size = ctx.trace.rows, len(lay.support)
         places = tuple((slice(None),) + index + (k,) for index, k, _ in lay.slots)
-        values = tuple(spread(per_copy[copy]) for _, _, copy in lay.slots)
-        f = effects.opaque(assembled, (rows,) + lay.shape + (size,), places, values)
+        values = spread_copies(site, ctx, lay.shared, tuple(c for _, _, c in lay.slots))
+        f = effects.opaque(assembled_stacked, (rows,) + lay.shape + (size,), places, values)
         # (the coefficients are zero off the rows of the site's main copy: the score
         # terms are taken there only)
         main = np.flatnonzero(ctx.copies.index(site.name) == 0)

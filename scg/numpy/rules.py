@@ -1427,7 +1427,9 @@ def _matmul(a, b, out=None):
             _dot_into(rows, b, out.reshape(-1, b.shape[1]))
             return out
         return rows.dot(b).reshape(a.shape[:-1] + (b.shape[1],))
-    return _into(out, np.matmul(a, b))
+    if out is not None and type(out) is np.ndarray and out.dtype == np.result_type(a, b):
+        return np.matmul(a, b, out=out)  # (not a fresh product copied: a large one is
+    return _into(out, np.matmul(a, b))   # fresh memory, page faults and all, every call)
 
 
 def _dot_into(a, b, out):
@@ -1690,16 +1692,25 @@ def _sigmoid(x):
         return 1.0 / (1.0 + np.exp(np.negative(x, dtype=float)))
 
 
-def _softplus(x):
+def _softplus(x, out=None):
     # = logaddexp(x, 0): one call wins on small arrays, but per element np.logaddexp is
     # several times slower than this chain of vectorized ufuncs.
     if getattr(x, "size", 1) < 128:
-        return np.logaddexp(x, 0.0)
-    return np.maximum(x, 0.0) + np.log1p(np.exp(-np.abs(x)))
+        return _into(out, np.logaddexp(x, 0.0))
+    if type(x) is not np.ndarray or x.dtype != np.float64:
+        return _into(out, np.maximum(x, 0.0) + np.log1p(np.exp(-np.abs(x))))
+    # the same operations on one temporary, the result into `out` if given
+    t = np.abs(x)
+    np.negative(t, out=t)
+    np.exp(t, out=t)
+    np.log1p(t, out=t)
+    out = np.maximum(x, 0.0, out=out)
+    np.add(out, t, out=out)
+    return out
 
 
-def _relu(x):
-    return np.maximum(x, 0.0)
+def _relu(x, out=None):
+    return np.maximum(x, 0.0, out=out)
 
 
 def _logsumexp(x, axis=None, keepdims=False):
@@ -1765,7 +1776,8 @@ logsumexp.axes = _axes_reduction
 logsumexp.rows = _rows_reduction
 softmax.rows = log_softmax.rows = _rows_along_axis
 softmax.axes = log_softmax.axes = _axes_along_axis
-FRESH.update((_logsumexp, _softmax, _log_softmax))
+FRESH.update((_logsumexp, _softmax, _log_softmax, _softplus, _relu))
+WRITES_OUT.update((_softplus, _relu))
 WRITES_OUT.add(_log_softmax)
 
 defvjp(sigmoid, lambda g, ans, x: multiply(g, multiply(ans, subtract(1.0, ans))))
