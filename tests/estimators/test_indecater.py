@@ -179,3 +179,37 @@ def test_errors():
         scg.grad(scg.expectation(normal, n=4, seed=0))(0.3)
     with pytest.raises(scg.EstimatorError, match="first derivatives only"):
         scg.hessian(scg.expectation(model, n=4, seed=0))(THETA)
+
+
+def test_the_branches_are_evaluated_but_not_differentiated():
+    """The copies' costs enter the terms as numbers: the model downstream of the site is
+    evaluated on every branch's rows (1 + D K per draw) and differentiated on the draw's
+    rows only (scg/core/tape.py, Rows), with the gradient of the whole computation."""
+    from scg.core.tape import Primitive, defvjp
+    from scg.numpy import rules as R
+
+    seen = []
+    smooth = Primitive("smooth_square", np.square, batch="elementwise")
+    smooth.rows = R.rows_elementwise
+    defvjp(smooth, lambda g, ans, x: (seen.append(np.shape(g)), R.multiply(g, 2.0 * x))[1])
+
+    def with_weights(theta, w):
+        x = scg.sample("x", scg.Categorical(logits=theta).to_event(1),
+                       estimator=scg.IndeCateR())
+        s = 0.0
+        for d in range(D):
+            s = s + scg.take(TABLE[d], x[..., d])
+        return smooth(s * w - 0.8)
+
+    n = 5
+    E = scg.expectation(with_weights, n=n, seed=2)
+    g_theta, g_w = scg.grad(E, argnums=(0, 1))(THETA, 1.3)
+    assert seen and all(shape[0] == n for shape in seen)  # (not n (1 + D K) rows)
+    # the same numbers as with the derivative taken on every row
+    squared = scg.expectation(lambda theta, w: with_weights(theta, w) + 0.0, n=n, seed=2)
+    smooth.rows = None
+    seen.clear()
+    h_theta, h_w = scg.grad(squared, argnums=(0, 1))(THETA, 1.3)
+    assert seen and all(shape[0] == n * (1 + D * K) for shape in seen)
+    np.testing.assert_allclose(g_theta, h_theta, rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(g_w, h_w, rtol=1e-13)
