@@ -390,7 +390,10 @@ class SurrogateContext:
             return None
         copies, live = self.copies, np.ones(n_rows, dtype=bool)
         for f in range(len(copies.factors)):
-            w = self._factor_weight(f, [e for e in copies.factors[f] if e in c.deps.up])
+            ups = [e for e in copies.factors[f] if e in c.deps.up]
+            if any(isinstance(self.weight(e), Tracer) for e in ups):
+                return None  # (traced weights: no operations recorded to find out)
+            w = self._factor_weight(f, ups)
             if isinstance(w, Tracer) or np.shape(w)[:1] != (n_rows,):
                 return None
             live &= np.reshape(np.asarray(w) != 0, (n_rows, -1)).any(axis=1)
