@@ -15,6 +15,11 @@ A model run calls, for each sample site, in this order:
    supplies noise, plain samples and the copy layout.
 4. `after_draw(site, run)`: warnings that need the finished site (a moving support).
 
+(`check_layout(name, copies)`: an estimator whose copies multiply may refuse a layout too
+large before it is allocated. An estimator that tunes its own parameters between calls is a
+`scg.estimators.learned.Learned`, whose `probe` the stochastic layer runs; one whose draws
+are not its distribution's says so in `d.law`.)
+
 Then, to build the surrogate objective, `weight(site, ctx)` (how the costs of the site's
 copies are combined), `term(site, ctx)` (its first-order terms), and for derivatives of
 higher order `dice_log_prob(site, ctx)` and `dice_term(site, ctx)`; `ctx` is the
@@ -92,6 +97,11 @@ class Estimator:
 
     def after_draw(self, site, run):
         """Checks that need the finished site; warn here."""
+
+    def check_layout(self, name, copies):
+        """For an estimator whose copies multiply (`copies_multiply`): raise
+        `EstimatorError` if the run's layout of copies (`scg.stochastic.copies.Copies`,
+        checked before the run that would allocate it) is more than it serves."""
 
     def evaluations(self, site):
         """Model evaluations per draw (for explain() and studies)."""

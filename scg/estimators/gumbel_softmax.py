@@ -64,7 +64,7 @@ class GumbelSoftmax(Estimator):
         scores = R.divide(R.add(relaxation.logits, d.per_draw(noise)), self.temperature)
         y = relaxation.soft(scores)
         if not self.hard:
-            d.aux["law"] = RELAXED  # (log q at the relaxed draw: its continuous form)
+            d.law = RELAXED  # (log q at the relaxed draw: its continuous form)
             return y
         # straight-through: add the plain constant (hard - y), with no dependencies, so
         # that no jump enters the draw's path

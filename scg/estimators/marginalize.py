@@ -24,7 +24,6 @@ class Marginalize(Estimator):
     """
 
     name = "marginalize"
-    marginalizes = True  # (the stochastic layer sums the site out; it is never drawn)
     copies_multiply = True  # (an exact sum: no variance of its own)
 
     def check(self, name, dist):

@@ -75,7 +75,7 @@ class Pathwise(Estimator):
                 "plate. Use scg.Pathwise()")
         proposal = Proposal(d.name, d.given, len(d.dist.batch_shape),
                             len(d.dist.event_shape), d.run.plates)
-        d.aux["proposal"] = d.aux["law"] = proposal
+        d.aux["proposal"] = d.law = proposal
         d.run.proposals.append(proposal)
         return d.rewrap(x, scale_gradient(x.value, proposal.factor))
 

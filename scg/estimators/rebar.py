@@ -118,7 +118,7 @@ class REBAR(Learned, Estimator):
     def _assemble(d, u, b, relaxed, relaxed_tilde):
         """Copy 0 of the rows holds b, copy 1 the relaxation s(z), copy 2 s(z~)."""
         d.aux["relaxed"] = (relaxed, relaxed_tilde)  # (for a learned control, relax.py)
-        d.aux["law"] = RELAXED  # (a log_prob at the copies takes its continuous form)
+        d.law = RELAXED  # (a log_prob at the copies takes its continuous form)
         copy = d.copies.index(d.name).reshape((-1,) + (1,) * (u.ndim - 1))
         return R.add(d.per_draw(np.where(copy == 0, b, 0.0)),
                      R.add(R.multiply(d.per_draw((copy == 1).astype(float)), relaxed),

@@ -24,6 +24,7 @@ from ..distributions.base import Distribution, family_name, family_of
 from ..errors import EstimatorError, TracingError, VarianceWarning
 from ..estimators import Estimator, as_estimator, auto
 from ..estimators.antithetic import antithetic_noise
+from ..estimators.marginalize import Marginalize
 from ..kernels.parallel import count_nonfinite
 from ..numpy import rules as R
 from .copies import copies_for
@@ -311,7 +312,7 @@ def draw_site(run, msg):
     run.check_new_name(name)
     check_fits(run, dist, name)
     est, reason = _choose(run, name, dist, as_estimator(estimator))
-    if getattr(est, "marginalizes", False):  # (summed out of the likelihood: marginal.py)
+    if isinstance(est, Marginalize):  # (summed out of the likelihood: marginal.py)
         if msg.fields.get("mask") is not None:
             raise EstimatorError(f"site {name!r} is marginalized inside scg.mask; give the "
                                  "mask to its likelihood terms' values instead")
@@ -345,7 +346,7 @@ def draw_site(run, msg):
     out = PerSample(value, level, deps, axes=axes, mixed=mixed)
     # (DReG's proposal, REBAR's relaxation: PerSample.law; else, for the score function
     # and Pathwise(stl=True), log q at the draw with q's parameters held: zero_mean.py)
-    out.law = d.aux.get("law") or law_of(est, name, d.given, run)
+    out.law = d.law or law_of(est, name, d.given, run)
     law = draw is d.handed_out  # (the law's own draws, whatever the estimator declares)
     site = Site(name, dist, out, est, reason, run.plates, param_deps, d.aux,
                 own_draws=law or bool(est.own_draws),
@@ -398,6 +399,11 @@ class SiteDraw:
     (`scg.stochastic.copies`), so that copies differ only where a copying site makes
     them differ. Attributes: `name`, `dist` (plates applied), `level`, `n`, `rows`
     (n times the number of copies), `rng`, `copies`, `param_deps`, `antithetic`.
+
+    Set by the estimator's `draw`: `aux`, its own notes for its terms (kept on the site);
+    `law`, when the values it returns are not draws of the site's distribution, the law
+    they follow (None: the site's own), which a log-probability at the draw then takes
+    (a relaxation's continuous form, DReG's proposal with its parameters held).
     """
 
     def __init__(self, run, name, dist, level, param_deps, antithetic):
@@ -412,6 +418,7 @@ class SiteDraw:
         self.param_deps = param_deps
         self.antithetic = antithetic
         self.aux = {}  # kept on the site for the estimator's surrogate terms
+        self.law = None  # the law of the values draw returns, if not the site's own
         self.handed_out = None  # the last draw of the law given out (sample, path)
         self._last_noise = None
         self.clone, self.shape, self.per_row = _physical(dist, self.rows, level)

@@ -23,7 +23,7 @@ import numpy as np
 from ..core import effects, pytree
 from ..core.tape import Box, Tracer, backward, new_level, new_root, strip
 from ..estimators.terms import traced_logits
-from ..estimators.learned import read, store, updated
+from ..estimators.learned import Learned, read, store, updated
 from ..numpy import rules as R
 from .persample import NO_DEPS, PerSample
 from .site_states import estimator_of
@@ -38,7 +38,8 @@ def schedule(E, trace, args, kwargs):
     # (a site no cost depends on has an estimate of 0 whatever its settings: nothing to
     # tune, and its probe would have no cost to evaluate)
     tuning = {name: s.estimator for name, s in trace.sites.items()
-              if getattr(s.estimator, "tunes", False) and trace.downstream_costs(s)}
+              if isinstance(s.estimator, Learned) and s.estimator.tunes
+              and trace.downstream_costs(s)}
     if not tuning:
         return
     floor = effects.floor()
