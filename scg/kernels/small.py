@@ -36,12 +36,14 @@ _SIGMOID = entry_point(_sigmoid_loop) or _sigmoid_loop
 
 
 def sigmoid(x):
-    """1 / (1 + exp(-x)) of a small C-contiguous float64 array; None for other input."""
-    if type(x) is not np.ndarray or x.dtype is not _F64 or not x.ndim or \
-            x.size >= SMALL or not x.flags.c_contiguous:
+    """1 / (1 + exp(-x)) of a small float64 array, whatever its memory layout; None for
+    other input. (Its exp rounds otherwise than numpy's in the last bit: the choice must
+    not depend on the layout, which differs between an eager call and scg.jit's recording
+    of it, a broadcast view in one and a copy in the other.)"""
+    if type(x) is not np.ndarray or x.dtype is not _F64 or not x.ndim or x.size >= SMALL:
         return None
     out = np.empty(x.shape)
-    _SIGMOID(x.reshape(-1), out.reshape(-1))
+    _SIGMOID(np.ascontiguousarray(x).reshape(-1), out.reshape(-1))
     return out
 
 
