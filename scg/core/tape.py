@@ -105,7 +105,8 @@ def kept(a, level=None):
             return a
         owner = base
     if a.size <= _COPY_LIMIT:
-        return a.copy()
+        return a.copy(order="K")  # (its layout kept: a kernel or reduction downstream may
+        # round by it, as it does on the array itself under scg.jit's recording)
     state = THREAD
     owner.flags.writeable = False
     state.locked.append((state.level if level is None else level, owner))

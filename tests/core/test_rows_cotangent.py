@@ -130,3 +130,4 @@ def test_under_jit_as_eager():
         for a, b in zip(jitted(X, w), grad(X, w)):
             np.testing.assert_array_equal(a, b)
     assert jitted.stats["replays"] >= 1
+

@@ -8,7 +8,6 @@ xfail(strict=True): when the bug is fixed that test passes (and fails as an unex
 pass), and the entry here is to be removed.
 """
 
-import os
 from dataclasses import dataclass
 from typing import Callable
 
@@ -22,22 +21,7 @@ class KnownBug:
     checks: tuple = ("first_order", "second_order", "jit")  # the checks it would fail
 
 
-def _prescott_rebar_beside_marginalized_in_a_minibatch(model):
-    estimators = {s.estimator for s in model.sites}
-    return os.environ.get("OPENBLAS_CORETYPE") == "Prescott" and model.subsampled and \
-        "rebar_learning" in estimators and "marginalize" in estimators
-
-
-KNOWN_BUGS = [
-    KnownBug(
-        "prescott-rebar-marginal-jit",
-        "with OpenBLAS's Prescott kernels, REBAR learning beside marginalized sites in a "
-        "subsampled plate: scg.jit's gradient rounds otherwise than eager's from the third "
-        "call (1e-16)",
-        _prescott_rebar_beside_marginalized_in_a_minibatch,
-        "test_jit_of_marginalized_categoricals_beside_rebar_learning_in_a_minibatch",
-        checks=("jit",)),
-]
+KNOWN_BUGS = []  # (none open)
 
 
 def known_bugs(model, check=None):
