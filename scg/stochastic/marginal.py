@@ -26,7 +26,7 @@ import math
 import numpy as np
 
 from ..core import effects
-from ..distributions.base import family_of
+from ..distributions.base import family_name, family_of
 from ..errors import EstimatorError
 from ..estimators.enumerate import support_of
 from ..kernels.chain import chain_log_partition
@@ -120,6 +120,17 @@ class Marginal:
         support = support_of(name, dist, "scg.Marginalize()")
         size = support.shape[0]
         event = tuple(dist.event_shape)
+        if tuple(support.shape[1:]) != event:  # (.to_event of a family with a support per
+            # element: the joint values of the event are not declared)
+            elements = math.prod(event) // max(math.prod(support.shape[1:]), 1)
+            raise EstimatorError(
+                f"site {name!r}: scg.Marginalize() sums over the values of the site's event, "
+                f"of shape {event}, but {family_name(dist)} declares the values of one "
+                f"element (shape {tuple(support.shape[1:])}, {size} of them): its event joins "
+                f"{elements} elements (.to_event), whose {size}^{elements} joint values it "
+                "does not sum out. Draw the elements inside a scg.plate without .to_event "
+                "(each summed out on its own, if the likelihood is per element), or use a "
+                "family whose values are the events (OneHotCategorical, Categorical)")
         parents = frozenset().union(*[self.depends(v) for v in inner.params.values()])
         self._check_batch(name, tuple(dist.batch_shape), plates, parents)
         slot = self._free_slot(name)
@@ -331,9 +342,12 @@ class Marginal:
             raise EstimatorError(
                 f"{_what(name)} depends on the marginalized site {u.name!r} but has no dim of "
                 f"its values (dim {-(self.nesting + 1 + u.slot)}, of size {u.size}); its shape "
-                f"is {tuple(R.shape(log_value))}. A sum or another reduction over all axes "
-                "combined the values of the site: reduce only the plates' dims you mean "
-                "(axis=-1, ...), or leave the term per element inside its scg.plate")
+                f"is {tuple(R.shape(log_value))}. Either a sum or another reduction over all "
+                "axes combined the values of the site (reduce only the plates' dims you mean, "
+                "axis=-1, ..., or leave the term per element inside its scg.plate), or the "
+                "values met a dim of the family's own there, as `z * np.ones(K)` does: index "
+                f"a table by the values (scg.take(table, {u.name}) or table[{u.name}]) or "
+                "give them a dim of their own (z[..., None])")
         # to the factor's layout: the sites' dims as they lie (the others left of the plates'
         # dims have size 1 and go), then the plates' dims
         plate_shape = ((1,) * pad + tuple(R.shape(value)))[ndim - self.nesting:]

@@ -432,3 +432,30 @@ def test_two_chains_stepping_together():
     value, g = scg.value_and_grad(scg.expectation(model, n=1))(theta)
     assert value == pytest.approx(exact(theta), rel=1e-12)
     np.testing.assert_allclose(g, numeric_grad(exact, theta), rtol=1e-7, atol=1e-7)
+
+
+def test_an_event_of_coins_is_refused_with_what_to_do():
+    """Bernoulli(...).to_event(1) declares the values of one coin, not of the event: the
+    error says so and how to write the model (not a reshape's ValueError)."""
+    def model(theta):
+        z = scg.sample("z", scg.Bernoulli(logits=theta * np.ones(3)).to_event(1),
+                       estimator=scg.Marginalize())
+        scg.sample("o", scg.Normal(np.sum(z), 1.0), obs=0.5)
+
+    with pytest.raises(scg.EstimatorError, match=r"site 'z'.*to_event.*2\^3.*scg.plate"):
+        scg.grad(scg.expectation(model, n=4, seed=0))(0.3)
+
+
+def test_values_broadcast_into_the_familys_dim_are_refused_with_what_to_do():
+    """A chain whose next logits are `theta * z * np.ones(2)`: the previous site's values
+    (along their own dim) met the categories' dim. The error names both causes, with the
+    index that the model means."""
+    def model(theta):
+        z = None
+        for t in scg.markov(range(3)):
+            logits = theta * np.ones(2) if z is None else theta * z * np.ones(2)
+            z = scg.sample(f"z{t}", scg.Categorical(logits=logits), estimator=scg.Marginalize())
+            scg.sample(f"o{t}", scg.Normal(z * 1.0, 1.0), obs=0.3)
+
+    with pytest.raises(scg.EstimatorError, match=r"'z0'.*np.ones\(K\).*scg.take\(table, z0\)"):
+        scg.grad(scg.expectation(model, n=4, seed=0))(0.3)
