@@ -449,6 +449,9 @@ class Var(Tracer):
     floor = True  # (tracers below every transformation: see strip)
     __array_priority__ = 50.0
 
+    def __reduce__(self):  # (copied or pickled, as a value kept after the call: its value)
+        return _itself, (self.concrete,)
+
     @staticmethod
     def process(prim, args, kwargs, level):
         rec = None
@@ -623,7 +626,12 @@ class generator:
         g._rng, g._rec = rng, rec
         return g
 
+    def __reduce__(self):  # (copied or pickled: the generator itself, seen plainly)
+        return _itself, (self._rng,)
+
     def __getattr__(self, name):
+        if name in generator.__slots__:  # (not set: an instance made without wrap)
+            raise AttributeError(name)
         method = getattr(self._rng, name)
         if name == "bit_generator":
             self._rec.refuse("a generator's state was saved and restored during the call "
@@ -637,6 +645,10 @@ class generator:
         def draw(*args, **kwargs):
             return rec.apply(method, args, kwargs, source=True)
         return draw
+
+
+def _itself(value):
+    return value
 
 
 def generators_of(rec):
