@@ -317,3 +317,39 @@ def test_a_users_gradient_rule_that_reads_the_environment_runs_afresh(monkeypatc
     assert jitted.stats["replays"] == 0, jitted.explain()
     assert "os.environ" in jitted.explain() or "getenv" in jitted.explain() or \
         "runs afresh" in jitted.explain()
+
+
+class _Cycle:
+    """Garbage the collector must find (a reference cycle), with a finalizer."""
+
+    def __init__(self):
+        self.me = self
+
+    def __del__(self):
+        json.dumps([])  # (a library call, made by the collector, not by the model)
+
+
+def test_the_collectors_callbacks_and_finalizers_are_not_the_calls_of_the_model():
+    """A garbage collection can start inside the recorded call and run the callbacks of
+    gc.callbacks (a test runner's, a profiler's) and finalizers, which call libraries: they
+    are not calls the model makes, and the function still replays."""
+    import gc
+
+    def callback(phase, info):
+        json.dumps({"phase": phase})
+
+    def model(theta):
+        for _ in range(3000):
+            _Cycle()  # (the collector runs during the call)
+        x = scg.sample("x", scg.Normal(theta, 1.0))
+        return x ** 2
+
+    gc.callbacks.append(callback)
+    try:
+        step = scg.jit(scg.grad(scg.expectation(model, n=4, seed=0)))
+        eager = scg.grad(scg.expectation(model, n=4, seed=0))
+        for _ in range(4):
+            assert step(0.3) == eager(0.3)
+    finally:
+        gc.callbacks.remove(callback)
+    assert step.stats["replays"] >= 2, step.explain()
