@@ -21,7 +21,7 @@ weights, and each draw's estimate is the sum over its copies.
 import numpy as np
 
 from ..core import effects
-from ..core.tape import Box, Tracer, rows_placed, strip
+from ..core.tape import Box, rows_placed, strip
 from ..errors import EstimatorError
 from ..estimators.baselines import warn_if_own_draw_counts
 from ..estimators.terms import magic_box
@@ -98,6 +98,7 @@ class SurrogateContext:
         self._states = states  # (the expectation's SiteStates)
         self._log_probs = {}
         self._weights = {}
+        self._by_layout = set()  # (the copying sites weighted by the layout alone)
         self.updates = []
         levels = set()
         for v, _ in self.costs.values():
@@ -199,6 +200,7 @@ class SurrogateContext:
             got = site.estimator.weight(site, self)
             if got is None:
                 got = self.copies.first([name])
+                self._by_layout.add(name)
             if np.ndim(strip(got)) == 1:
                 got = R.reshape(got, (-1,) + (1,) * len(self.grid.plates))
             self._weights[name] = got
@@ -380,27 +382,41 @@ class SurrogateContext:
         return value
 
     def _live_rows(self, c, value):
-        """The rows start:stop (a slice) off which every weight of cost c is zero, when they
-        are at most half the rows and the weights are plain, else None. Those rows carry
-        c's whole part of the objective: the copies of a site whose estimator takes their
-        costs as values only (scg.IndeCateR) weigh zero, and the derivative of the model on
-        their rows need not be taken (scg/core/tape.py, `Rows`)."""
+        """The rows start:stop (a slice) off which every weight of cost c is zero by the
+        layout of the copies alone, when they are at most half the rows, else None. Those
+        rows carry c's whole part of the objective: the copies of a site whose estimator
+        takes their costs as values only (scg.IndeCateR) weigh zero, and the derivative of
+        the model on their rows need not be taken (scg/core/tape.py, `Rows`). Weights an
+        estimator computes are not looked into, plain or not: where they are zero depends
+        on the values (probabilities that underflow), which scg.jit's recording holds
+        without reading them, and a replay must take the derivative on the rows the eager
+        call takes it on, to round as it does."""
         n_rows = self.trace.rows
         if R.shape(value)[:1] != (n_rows,):
             return None
         copies, live = self.copies, np.ones(n_rows, dtype=bool)
         for f in range(len(copies.factors)):
             ups = [e for e in copies.factors[f] if e in c.deps.up]
-            if any(isinstance(self.weight(e), Tracer) for e in ups):
-                return None  # (traced weights: no operations recorded to find out)
-            w = self._factor_weight(f, ups)
-            if isinstance(w, Tracer) or np.shape(w)[:1] != (n_rows,):
-                return None
-            live &= np.reshape(np.asarray(w) != 0, (n_rows, -1)).any(axis=1)
+            if any(R.shape(self.weight(e))[:1] != (n_rows,) for e in ups):
+                return None  # (a weight shared by the rows: not cut with them)
+            live &= self._may_weigh(f, ups)
         at = np.flatnonzero(live)
         if not len(at) or 2 * (at[-1] + 1 - at[0]) > n_rows:
             return None
         return slice(int(at[0]), int(at[-1]) + 1)
+
+    def _may_weigh(self, f, ups):
+        """The rows (a mask) on which factor f's weight for a cost downstream of its
+        copying sites `ups` (`_factor_weight`) may be nonzero, by the layout alone: the
+        main block, and the copies of the sites among `ups` whose estimator computes
+        their weights; not the copies of the sites weighted by the layout (`weight`: 0
+        off their copy 0), nor those of the factor's other sites."""
+        copies = self.copies
+        live = copies.main(f) != 0
+        for e in ups:
+            if e not in self._by_layout:
+                live |= copies.index(e) > 0
+        return live
 
     def _wider(self, w, plates):
         """The names of the plates along which a weight varies but that are not `plates`."""

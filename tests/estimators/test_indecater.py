@@ -213,3 +213,43 @@ def test_the_branches_are_evaluated_but_not_differentiated():
     assert seen and all(shape[0] == n * (1 + D * K) for shape in seen)
     np.testing.assert_allclose(g_theta, h_theta, rtol=1e-13, atol=1e-15)
     np.testing.assert_allclose(g_w, h_w, rtol=1e-13)
+
+
+@pytest.mark.parametrize("other", [scg.DisARM(), scg.Enumerate()], ids=["disarm", "enumerate"])
+def test_the_branches_are_cut_beside_sites_whose_estimator_weighs_its_copies(other):
+    """A cost downstream of IndeCateR's site and of a site whose estimator computes its
+    copies' weights (DisARM's halves, Enumerate's probabilities, traced): the rows cut
+    are those the layout leaves weighted (IndeCateR's branches weigh zero whatever the
+    other weights are), with the gradient of the whole computation."""
+    from scg.core.tape import Primitive, defvjp
+    from scg.numpy import rules as R
+
+    seen = []
+    smooth = Primitive("smooth_square_beside", np.square, batch="elementwise")
+    smooth.rows = R.rows_elementwise
+    defvjp(smooth, lambda g, ans, x: (seen.append(np.shape(g)), R.multiply(g, 2.0 * x))[1])
+
+    def model(theta, logit):
+        b = scg.sample("b", scg.Bernoulli(logits=logit), estimator=other)
+        x = scg.sample("x", scg.Categorical(logits=theta).to_event(1),
+                       estimator=scg.IndeCateR())
+        s = 0.0
+        for d in range(D):
+            s = s + scg.take(TABLE[d], x[..., d])
+        return smooth(s * (1.0 + b * logit) - 0.8)
+
+    n = 5
+    grads = []
+    for rows in (R.rows_elementwise, None):
+        smooth.rows = rows
+        seen.clear()
+        E = scg.expectation(model, n=n, seed=2)
+        grads.append(scg.grad(E, argnums=(0, 1))(THETA, 0.4))
+        total = E.last_trace.rows
+        # (cut: the draw's rows and those of the other site's second copy or value, 2 n of
+        # n (2 + D K) with DisARM's pairs, of 2 n (1 + D K) with Enumerate's two values)
+        assert total == (n * (2 + D * K) if isinstance(other, scg.DisARM) else
+                         2 * n * (1 + D * K))
+        assert seen and all(shape[0] == (total if rows is None else 2 * n) for shape in seen)
+    for a, b in zip(*grads):
+        np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-15)

@@ -512,3 +512,24 @@ def test_value_stored_outside_the_call_leaks_a_var():
         eager(np.ones(2) * k)
         jitted(np.ones(2) * k)
     assert same(sum(h_eager), sum(h_jit))
+
+
+def _enumerated_with_fixed_logits(mu, logits):
+    x = scg.sample("x", scg.Categorical(logits=logits), estimator=scg.Enumerate())
+    y = scg.sample("y", scg.Normal(mu * (x + 1.0), 1.0))
+    return np.tanh(y * mu) ** 2 + (y - x) ** 2
+
+
+def test_copies_weighted_zero_by_their_values_bit_exact():
+    """Enumerate's weights are its values' probabilities: those that underflow to 0 weigh
+    their copies zero eagerly, while a recording holds the weights as values it does not
+    look into. The derivative is taken on the same rows either way: bit for bit."""
+    logits = np.array([0.0, 0.1, -800.0, -800.0])  # (probabilities 0 for values 2 and 3)
+    for n in (7, 11):
+        E, Ej = pair(_enumerated_with_fixed_logits, n=n, seed=1)
+        eager, jitted = scg.value_and_grad(E), scg.jit(scg.value_and_grad(Ej))
+        for k in range(6):
+            mu = np.array(0.3 + 0.1 * k)
+            want, got = eager(mu, logits), jitted(mu, logits)
+            assert same(want, got), (n, k, want, got)
+        assert jitted.stats["replays"] > 0
