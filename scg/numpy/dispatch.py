@@ -47,7 +47,13 @@ def _reject(name, **given):
 
 
 def _axis(axis):
-    return tuple(axis) if isinstance(axis, list) else axis
+    """An axis argument as the rules take it: an int or a tuple of ints (numpy also takes
+    lists and numpy integers)."""
+    if isinstance(axis, np.integer):
+        return int(axis)
+    if isinstance(axis, (list, tuple)):
+        return tuple(int(a) if isinstance(a, np.integer) else a for a in axis)
+    return axis
 
 
 def _reduction(p, name):

@@ -137,7 +137,7 @@ def unbroadcast(g, target_shape):
 def _axes_tuple(axis, nd):
     if axis is None:
         return tuple(range(nd))
-    if isinstance(axis, int):
+    if isinstance(axis, (int, np.integer)):  # (np.int64(-1) as numpy takes it too)
         axis = (axis,)
     return tuple(a % nd for a in axis) if nd else ()
 

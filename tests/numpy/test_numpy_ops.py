@@ -161,3 +161,14 @@ def test_logsumexp_axis_keepdims_and_infinities():
     assert scg.logsumexp(np.array([-np.inf, -np.inf])) == -np.inf  # and no warning
     g = scg.grad(lambda x: np.sum(scg.logsumexp(x, axis=1)))(x)
     np.testing.assert_allclose(g, [[1, 0], scg.softmax(np.array([1.0, 2.0]))])
+
+
+def test_reductions_take_numpy_integer_axes():
+    """An axis given as a numpy integer (np.int64(-1), a shape's entry), alone or in a
+    tuple, as numpy takes it: the same gradient as with a Python int."""
+    x = np.arange(6.0).reshape(2, 3)
+    for axis, same in ((np.int64(-1), -1), ((np.int64(0), 1), (0, 1)), (np.int32(1), 1)):
+        for f in (np.sum, np.mean, np.max, scg.logsumexp):
+            got = scg.grad(lambda v: np.sum(f(v, axis=axis) ** 2))(x)
+            want = scg.grad(lambda v: np.sum(f(v, axis=same) ** 2))(x)
+            np.testing.assert_array_equal(got, want)
