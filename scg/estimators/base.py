@@ -56,6 +56,9 @@ class Estimator:
             makes its own promises: the ones it does not state are False on it (set when
             the class is made, so the attribute reads what holds); a subclass that keeps
             its parent's `draw` keeps its parent's promises.
+        serves_masks: its sites may be drawn inside `scg.mask`: one evaluation of the
+            model per draw and each draw weighted as drawn (it neither copies the run nor
+            reweights the draws, which a mask would leave half counted).
         copies_multiply: its copies (see `copies`) are an exact sum over the site's values,
             so every copying site that meets it in a cost is evaluated at each of them
             (the copies multiply); otherwise they are branches of the run beside other
@@ -70,6 +73,7 @@ class Estimator:
     own_draws = False
     draws_from_law = False
     copies_multiply = False
+    serves_masks = False
     leaves_zero_mean = False  # (log q at the site's own draw, in a cost: see zero_mean.py)
 
     _PROMISES = ("own_draws", "draws_from_law")

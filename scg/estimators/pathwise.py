@@ -55,6 +55,10 @@ class Pathwise(Estimator):
     def leaves_zero_mean(self):
         return self.stl
 
+    @property
+    def serves_masks(self):
+        return not self.dreg  # (DReG weighs the particles of a bound)
+
     def check(self, name, dist):
         if not dist.has_rsample:
             raise EstimatorError(

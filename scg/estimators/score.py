@@ -72,6 +72,7 @@ class Score(Estimator):
     """
 
     name = "score"
+    serves_masks = True
     own_draws = True
     draws_from_law = True
     # (log q(z) of the site's own distribution at its draw, entering a cost linearly: its

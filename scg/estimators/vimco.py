@@ -31,6 +31,7 @@ class VIMCO(Score):
     """
 
     name = "vimco"
+    serves_masks = False  # (each particle's weight is its share of one bound)
 
     def __init__(self):
         super().__init__(baseline=None)

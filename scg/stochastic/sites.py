@@ -362,7 +362,7 @@ def _site_mask(name, est, mask):
     """The mask of a site drawn inside scg.mask, checked against its estimator."""
     if mask is None:
         return None
-    if est.name not in ("score", "pathwise") or getattr(est, "dreg", False):
+    if not est.serves_masks:
         raise EstimatorError(
             f"site {name!r} is drawn inside scg.mask, where {est!r} cannot serve it (it "
             "evaluates copies of the model or reweights the draw, which a mask would leave "

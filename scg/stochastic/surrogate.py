@@ -24,6 +24,7 @@ from ..core import effects
 from ..core.tape import Box, rows_placed, strip
 from ..errors import EstimatorError
 from ..estimators.baselines import warn_if_own_draw_counts
+from ..estimators.enumerate import Enumerate
 from ..estimators.terms import magic_box
 from ..numpy import rules as R
 from ..distributions.base import family_of
@@ -545,7 +546,7 @@ def _mixed_weights_message(cost, plates, site, estimator):
     where = (f"cost {cost!r} mixes the elements of plate {', '.join(plates)}, in which site "
              f"{site!r}")
     per_element = "compute the cost per element (inside the plate, without summing over it)"
-    if getattr(estimator, "name", None) == "enumerate":
+    if isinstance(estimator, Enumerate):
         return (f"{where} is enumerated element by element; {per_element}, or draw the site "
                 "outside the plate to enumerate its joint values")
     return (f"{where} is weighted element by element by {estimator!r}, whose weights need "

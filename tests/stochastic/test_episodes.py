@@ -125,3 +125,33 @@ def test_a_mask_that_is_not_boolean_is_a_type_error():
 
     with pytest.raises(TypeError, match="boolean condition"):
         scg.grad(scg.expectation(model, n=4, seed=0))(0.3)
+
+
+def test_which_estimators_serve_masks_is_their_declaration():
+    """An estimator says whether its sites may be drawn inside scg.mask (`serves_masks`):
+    the score function and pathwise derivatives do, a user's own estimator that declares it
+    does, VIMCO and DReG (which weigh particles) and copying estimators do not."""
+    class OwnScore(scg.estimators.Estimator):
+        name = "own-score"
+        serves_masks = True
+
+        def draw(self, d):
+            return d.sample()
+
+        def term(self, site, ctx):
+            q = ctx.q(site)
+            return scg.estimators.linear_term(ctx.log_prob(site), ctx.spread(q, site),
+                                              1.0 / ctx.n)
+
+    def model(theta, estimator):
+        alive = scg.sample("first", scg.Bernoulli(logits=theta)) > 0
+        with scg.mask(alive):
+            a = scg.sample("a", scg.Bernoulli(logits=theta), estimator=estimator)
+        return a
+
+    own = scg.grad(scg.expectation(model, n=64, seed=0))(0.2, OwnScore())
+    score = scg.grad(scg.expectation(model, n=64, seed=0))(0.2, scg.Score())
+    assert np.isclose(own, score)
+    for refused in (scg.VIMCO(), scg.Enumerate(), scg.DisARM()):
+        assert not refused.serves_masks
+    assert scg.Pathwise().serves_masks and not scg.Pathwise(dreg=True).serves_masks
