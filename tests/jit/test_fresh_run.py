@@ -377,20 +377,6 @@ def test_last_aux_after_a_replay_holds_its_values():
     assert step.stats["replays"] >= 3, step.explain()
 
 
-def test_last_aux_of_a_recorded_call_copies_and_pickles_as_its_values():
-    """After the recorded calls, E.last_aux holds the recording's values: copy.deepcopy and
-    pickle give their plain arrays (they recursed without end, or could not pickle the
-    recording)."""
-    import pickle
-    jitted = scg.expectation(_with_aux, n=4, seed=8, has_aux=True)
-    step = scg.jit(lambda p: scg.value_and_grad(jitted, has_aux=True)(p))
-    for k in range(3):
-        (value, aux), g = step(np.array(0.1 * k))
-        for copied in (copy.deepcopy(jitted.last_aux), pickle.loads(pickle.dumps(jitted.last_aux))):
-            assert type(copied["x"]) is np.ndarray
-            np.testing.assert_array_equal(copied["x"], np.asarray(aux["x"]))
-
-
 def _gamma(a):
     x = scg.sample("x", scg.Gamma(np.exp(a), 1.0), estimator="pathwise")
     return (x - 0.3) ** 2

@@ -1,4 +1,8 @@
-"""A cotangent that is zero off a few rows (scg/core/tape.py, `Rows`): the backward pass
+"""The tape (scg/core/tape.py): what it keeps of the plain arrays it is given, and
+cotangents on a few rows.
+
+A plain array the tape keeps is copied when the caller could change it in place, with the
+array's memory layout. A cotangent that is zero off a few rows (`Rows`): the backward pass
 takes the rules of the operations that act on each row apart on those rows only, and makes
 the cotangent whole before any other. Every derivative equals the one taken on all rows
 (`x[start:stop]`, whose cotangent is whole), for operations of each kind, at first and
@@ -8,7 +12,7 @@ import numpy as np
 import pytest
 
 import scg
-from scg.core.tape import Primitive, defvjp
+from scg.core.tape import Primitive, defvjp, kept
 from scg.numpy import rules as R
 
 ROWS = 6
@@ -131,3 +135,13 @@ def test_under_jit_as_eager():
             np.testing.assert_array_equal(a, b)
     assert jitted.stats["replays"] >= 1
 
+
+def test_a_kept_constant_keeps_its_memory_layout():
+    """The tape copies a small writeable constant it keeps (the caller may change it in
+    place later); the copy has the constant's layout, as scg.jit's recording, which does
+    not copy, sees it: a result's layout, and a sum over it, follow the operands'."""
+    c = np.asfortranarray(rng.normal(size=(5, 4, 3)))
+    copy = kept(c)
+    assert copy is not c and copy.strides == c.strides
+    permuted = rng.normal(size=(3, 4, 5)).transpose(2, 0, 1)  # (5, 3, 4), axis 0 innermost
+    assert kept(permuted).strides == permuted.strides
