@@ -64,14 +64,19 @@ def copy_costs(site, ctx, shared):
     q = ctx.q(site)
     at_base = (slice(None),) * ctx.own_axis(site) + (0,)
     per_copy = ctx.own(site, q)
-    onto_site = (slice(None),) + tuple(slice(None) if p in shared else 0
-                                       for p in ctx.grid.plates)
+    onto_site = _onto_site(ctx, shared)
 
     def spread(f):
         g = effects.opaque(assembled, np.shape(q), (at_base,), (f,))
         return ctx.spread(g, site)[onto_site]
 
     return per_copy, spread
+
+
+def _onto_site(ctx, shared):
+    """The index that takes spread's grid (rows, *plate axes) to the site's: the shared
+    plates' axes kept, the others' element 0."""
+    return (slice(None),) + tuple(slice(None) if p in shared else 0 for p in ctx.grid.plates)
 
 
 def spread_copies(site, ctx, shared, copies):
@@ -84,9 +89,7 @@ def spread_copies(site, ctx, shared, copies):
         return np.stack([spread(per_copy[c]) for c in copies], axis=-1)
     q = ctx.q(site)
     g = effects.opaque(_at_base, q, copies)
-    onto_site = (slice(None),) + tuple(slice(None) if p in shared else 0
-                                       for p in ctx.grid.plates)
-    return ctx.spread(g, site)[onto_site]
+    return ctx.spread(g, site)[_onto_site(ctx, shared)]
 
 
 def _at_base(q, copies):

@@ -171,11 +171,15 @@ class Watch:
         kinds = self.kinds
         # (the garbage collector's callbacks and finalizers run wherever a collection
         # happens to start, inside the user's code as much as anywhere: not its calls)
-        unbidden = {getattr(cb, "__code__", None) for cb in gc.callbacks}
+        callbacks = {getattr(cb, "__code__", None) for cb in gc.callbacks}
+
+        def unbidden(code):
+            return code in callbacks or code.co_name == "__del__"
+
         for entry in stats:
             code = entry.code
             if type(code) is str or (kinds.get(code) or kind_of(code, kinds)) != USER or \
-                    code in unbidden or code.co_name == "__del__":
+                    unbidden(code):
                 continue
             g = _globals_of(code)
             if g is None:
@@ -188,7 +192,7 @@ class Watch:
                 if type(callee) is str:
                     bad = not _allowed_c(callee, self.trusted)
                     what = _pretty(callee)
-                elif callee in unbidden or callee.co_name == "__del__":
+                elif unbidden(callee):
                     continue
                 else:
                     bad = (kinds.get(callee) or kind_of(callee, kinds)) == LIBRARY
