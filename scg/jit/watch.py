@@ -19,6 +19,7 @@ import os
 import re
 import sys
 import sysconfig
+import threading
 import types
 
 import numpy as np
@@ -148,6 +149,7 @@ class Watch:
         self.denied = None
 
     def __enter__(self):
+        _hold_collector()
         self._previous = sys.getprofile()
         self._profiler = _lsprof.Profiler()
         self._profiler.enable(subcalls=True, builtins=True)
@@ -162,6 +164,7 @@ class Watch:
 
     def __exit__(self, *exc):
         self._profiler.disable()
+        _release_collector()
         if isinstance(self._previous, _lsprof.Profiler):  # (cProfile, profiling the caller)
             self._previous.enable()
         elif self._previous is not None:
@@ -169,17 +172,10 @@ class Watch:
         stats = self._profiler.getstats()
         self._profiler = None
         kinds = self.kinds
-        # (the garbage collector's callbacks and finalizers run wherever a collection
-        # happens to start, inside the user's code as much as anywhere: not its calls)
-        callbacks = {getattr(cb, "__code__", None) for cb in gc.callbacks}
-
-        def unbidden(code):
-            return code in callbacks or code.co_name == "__del__"
-
         for entry in stats:
             code = entry.code
             if type(code) is str or (kinds.get(code) or kind_of(code, kinds)) != USER or \
-                    unbidden(code):
+                    code.co_name == "__del__":  # (a finalizer: run where an object dies)
                 continue
             g = _globals_of(code)
             if g is None:
@@ -192,7 +188,7 @@ class Watch:
                 if type(callee) is str:
                     bad = not _allowed_c(callee, self.trusted)
                     what = _pretty(callee)
-                elif unbidden(callee):
+                elif callee.co_name == "__del__":
                     continue
                 else:
                     bad = (kinds.get(callee) or kind_of(callee, kinds)) == LIBRARY
@@ -201,6 +197,29 @@ class Watch:
                     self.denied = f"it calls {what} in {code.co_qualname} at " \
                                   f"{code.co_filename}:{_line_of(code, what)}"
         return False
+
+
+# The garbage collector is held while a call is watched: a collection starting inside it
+# runs gc.callbacks, finalizers of cycles and weakref callbacks (a test runner's, a
+# library's) wherever it starts, and the profiler would count them as the user's calls.
+# Counted, for recordings in several threads at once; it collects again after the last.
+_COLLECTOR = threading.Lock()
+_HELD = [0, False]  # (watches running, whether the collector was on before the first)
+
+
+def _hold_collector():
+    with _COLLECTOR:
+        if not _HELD[0]:
+            _HELD[1] = gc.isenabled()
+            gc.disable()
+        _HELD[0] += 1
+
+
+def _release_collector():
+    with _COLLECTOR:
+        _HELD[0] -= 1
+        if not _HELD[0] and _HELD[1]:
+            gc.enable()
 
 
 def _line_of(code, what):

@@ -319,20 +319,27 @@ def test_a_users_gradient_rule_that_reads_the_environment_runs_afresh(monkeypatc
         "runs afresh" in jitted.explain()
 
 
+
 class _Cycle:
-    """Garbage the collector must find (a reference cycle), with a finalizer."""
+    """Garbage the collector must find (a reference cycle)."""
 
     def __init__(self):
         self.me = self
 
+
+class _Finalized:
+    """An object whose finalizer calls a library: it runs where the object dies."""
+
     def __del__(self):
-        json.dumps([])  # (a library call, made by the collector, not by the model)
+        json.dumps([])
 
 
 def test_the_collectors_callbacks_and_finalizers_are_not_the_calls_of_the_model():
-    """A garbage collection can start inside the recorded call and run the callbacks of
-    gc.callbacks (a test runner's, a profiler's) and finalizers, which call libraries: they
-    are not calls the model makes, and the function still replays."""
+    """A garbage collection starting inside the recorded call would run gc.callbacks (a
+    test runner's, a profiler's), the finalizers of cycles and weakref callbacks, which call
+    libraries: the collector is held while the call is watched (and on again after it), and
+    a finalizer run where an object dies is not a call the model makes. The function
+    replays, with the eager numbers."""
     import gc
 
     def callback(phase, info):
@@ -340,7 +347,8 @@ def test_the_collectors_callbacks_and_finalizers_are_not_the_calls_of_the_model(
 
     def model(theta):
         for _ in range(3000):
-            _Cycle()  # (the collector runs during the call)
+            _Cycle()  # (enough garbage for a collection to start during the call)
+        _Finalized()  # (dies at once: its finalizer runs inside the model)
         x = scg.sample("x", scg.Normal(theta, 1.0))
         return x ** 2
 
@@ -350,6 +358,7 @@ def test_the_collectors_callbacks_and_finalizers_are_not_the_calls_of_the_model(
         eager = scg.grad(scg.expectation(model, n=4, seed=0))
         for _ in range(4):
             assert step(0.3) == eager(0.3)
+            assert gc.isenabled()
     finally:
         gc.callbacks.remove(callback)
     assert step.stats["replays"] >= 2, step.explain()
