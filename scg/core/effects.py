@@ -284,6 +284,7 @@ def kept(getter, *args):
 
 def check(predicate, x, where):
     """predicate(x) as a bool: a condition every run must meet (`where` says which)."""
+    THREAD.checks += 1  # (how many a call made: scg.jit tells calls of one shape apart)
     return _send_check(THREAD.values, predicate, x, where)
 
 

@@ -17,6 +17,8 @@ from heapq import heappop, heappush
 
 import numpy as np
 
+from . import collector
+
 _node_ids = itertools.count()  # (next() on a count is atomic: boxes of all threads share it)
 
 
@@ -34,6 +36,7 @@ class _ThreadState(threading.local):
         self.values = None  # the innermost one that takes its value messages
         self.ops = None  # the innermost one that watches per-draw operations
         self.recording = None  # the innermost one that records operations (scg.jit)
+        self.checks = 0  # conditions checked so far (core/effects.py `check`)
         self.counts = {}  # non-finite counts noted by fused kernels (core/facts.py)
         self.sums = {}  # sums of large vectors noted in this gradient call (core/facts.py)
         self.keyed = {}  # what a pass noted about an array it wrote (core/facts.py)
@@ -56,9 +59,11 @@ class new_level:
         level = state.level = state.level + 1
         if state.dropped:
             state.dropped.pop(level, None)
-        if level == 1 and (state.counts or state.keyed):  # (an outermost call: the
-            state.counts.clear()                             # notes of earlier ones go)
-            state.keyed.clear()
+        if level == 1:
+            collector.hold()  # (its tape's values are freed by counting: core/collector.py)
+            if state.counts or state.keyed:  # (an outermost call: the notes of earlier
+                state.counts.clear()          # ones go)
+                state.keyed.clear()
         return level
 
     def __exit__(self, *exc):
@@ -66,8 +71,10 @@ class new_level:
         if state.locked:
             _unlock(state, state.level)
         state.level -= 1
-        if not state.level and state.sums:  # (the sums of this call go with it)
-            state.sums.clear()
+        if not state.level:
+            collector.release()
+            if state.sums:  # (the sums of this call go with it)
+                state.sums.clear()
         return False
 
 

@@ -25,7 +25,9 @@ from .guards import Refused, guards
 from .watch import Watch, trusted_kinds
 from .recording import Var, _Recording, compile_program, generators_of, same
 
-_RECORDINGS_PER_KEY = 4  # recordings that never repeat themselves: stop trying
+_RECORDINGS_PER_KEY = 4  # recordings in a row that never repeat themselves: stop trying
+_PROGRAMS = 8            # programs kept per structure of call (loops of other lengths)
+_CANDIDATES = 4          # watched recordings kept per structure, awaiting confirmation
 _KEYS = 32               # structures kept per jitted function
 _GIVE_UP = 64            # new structures without a replay: stop recording
 
@@ -87,31 +89,97 @@ def jit(fn=None, *, validate=2, trust=()):
 _MISSED = object()  # (a replay that missed a guard or raised)
 
 
-class _Entry:
-    """What is known about one structure of call."""
+class _Program:
+    """One compiled recording of a structure of call, and the guards it was made with."""
 
-    __slots__ = ("program", "source", "last", "recordings", "replays", "misses", "refused",
-                 "guards", "n_ops", "out_def", "same_in_a_row", "unstable", "generators",
-                 "keepers", "failures", "error", "built", "check", "n_checks", "denials")
+    __slots__ = ("run", "source", "built", "out_def", "generators", "keepers", "n_ops",
+                 "guards", "check", "n_checks", "replays")
+
+    def __init__(self, run, source, built, out_def, generators, n_ops, guards, check,
+                 n_checks):
+        self.run, self.source, self.built, self.out_def = run, source, built, out_def
+        self.generators = generators
+        self.keepers = [position_keeper(g) for g in generators]  # (save, restore)
+        self.n_ops, self.guards = n_ops, guards
+        self.check, self.n_checks = check, n_checks  # (what it read outside its arrays)
+        self.replays = 0
+
+
+class _Candidate:
+    """A watched recording awaiting `validate` identical ones: its signature, and the
+    guards on what it read outside its arrays (those of the recordings that confirm it)."""
+
+    __slots__ = ("signature", "check", "n_checks", "seen")
+
+    def __init__(self, signature, check, n_checks):
+        self.signature, self.check, self.n_checks = signature, check, n_checks
+        self.seen = 1
+
+
+class _Entry:
+    """What is known about one structure of call: the programs that replay it (several
+    when its calls take other paths, such as a loop that ends at another step: each
+    program checks its own path and another is tried when one misses), and the
+    recordings awaiting confirmation."""
+
+    __slots__ = ("programs", "candidates", "recordings", "replays", "misses", "refused",
+                 "unstable", "failures", "error", "denials", "tries", "streak", "last_checks",
+                 "needed", "confirm", "last_guards")
 
     def __init__(self):
-        self.program = None
-        self.source = None
-        self.last = None  # the signature of the last recording
+        self.programs = []    # _Program, the one replayed last first
+        self.candidates = []  # _Candidate, the newest first
         self.recordings = self.replays = self.misses = 0
         self.refused = None
-        self.guards = []
-        self.n_ops = 0
-        self.out_def = None
-        self.built = False  # does the program return the output's structure itself?
-        self.same_in_a_row = 0
         self.unstable = None  # how the last two recordings differed
-        self.generators = []
-        self.keepers = []  # (save, restore) of each generator's position
         self.failures = self.denials = 0
         self.error = None
-        self.check = None  # the guards on what the recorded call read outside its arrays
-        self.n_checks = 0
+        # (when to record: `tries` recordings since the last program was made; after
+        # _RECORDINGS_PER_KEY of them, a call is recorded again once `needed` calls in a
+        # row ran afresh checking as many conditions (the same path again, such as a loop
+        # of the same length); `needed` doubles after each such recording that made no
+        # program)
+        self.tries = 0
+        self.streak = 0
+        self.last_checks = None
+        self.needed = 2
+        self.confirm = False  # (record the next call: it may confirm the last recording)
+        self.last_guards = ()  # (the last recording's reads and checks, for explain())
+
+    @property
+    def program(self):
+        return self.programs[0].run if self.programs else None
+
+    @property
+    def source(self):
+        return self.programs[0].source if self.programs else None
+
+    def wants_recording(self):
+        if self.confirm or self.tries < _RECORDINGS_PER_KEY:
+            return True
+        return self.streak >= self.needed
+
+    def ran_afresh(self, checks):
+        """Note a call that ran without recording and made `checks` checks."""
+        if checks == self.last_checks:
+            self.streak += 1
+        else:
+            self.last_checks, self.streak = checks, 1
+
+    def recorded(self, made_program, new_candidate, guards=()):
+        """Note a recording: did it make a program, or is it a new candidate (the next
+        call that no program replays is then recorded to confirm it, unless this one was
+        itself such a call)?"""
+        confirming = self.confirm
+        self.streak = 0
+        self.last_guards = guards
+        if made_program:
+            self.tries, self.needed, self.confirm = 0, 2, False
+            return
+        self.tries += 1
+        self.confirm = new_candidate and not confirming
+        if confirming and self.tries > _RECORDINGS_PER_KEY:
+            self.needed *= 2  # (a path that came back, recorded twice, in vain)
 
 
 class Jitted:
@@ -141,7 +209,7 @@ class Jitted:
             shape_key = _arguments_key(args, inputs, [])
             if shape_key is not None:
                 entry = self._entries.get(shape_key)
-                if entry is not None and entry.program is not None:
+                if entry is not None and entry.programs:
                     out = self._replay(entry, inputs, None, inputs)
                     if out is not _MISSED:
                         return out
@@ -190,13 +258,16 @@ class Jitted:
             if len(self._entries) >= _KEYS:  # (the structure seen longest ago goes)
                 del self._entries[next(iter(self._entries))]
             entry = self._entries[key] = _Entry()
-        if entry.program is not None and entry is not missed:
+        if entry.programs and entry is not missed:
             out = self._replay(entry, traced, leaves, traced)
             if out is not _MISSED:
                 return out
-        if entry.refused is not None or entry.recordings >= _RECORDINGS_PER_KEY + entry.misses:
+        if entry.refused is not None or not entry.wants_recording():
             self.stats["eager"] += 1
-            return self.fn(*args, **kwargs)
+            before = THREAD.checks
+            out = self.fn(*args, **kwargs)
+            entry.ran_afresh(THREAD.checks - before)
+            return out
         return self._record(entry, args, kwargs, leaves, treedef, objects)
 
     def __reduce__(self):
@@ -218,27 +289,31 @@ class Jitted:
         return self if obj is None else types.MethodType(self, obj)
 
     def _replay(self, entry, inputs, leaves, traced):
-        """The call's result, or _MISSED when a guard missed or an operation raised
-        (the generators are then back where they were, and nothing was updated: effects
-        run last; the call then runs afresh, which raises the error if there is one)."""
-        if not entry.check(leaves, traced):  # (something the recorded call read changed)
-            entry.misses += 1
-            entry.program = None
-            entry.last = None
-            entry.same_in_a_row = 0
-            return _MISSED
-        keepers = entry.keepers
-        saved = [save() for save, _ in keepers] if keepers else ()
-        try:
-            out = entry.program(*inputs)
-        except Exception:  # (Miss, or an error a fresh run raises with its own message)
-            entry.misses += 1
-            for (_, restore), position in zip(keepers, saved):
-                restore(position)
-            return _MISSED
-        entry.replays += 1
-        self.stats["replays"] += 1
-        return out if entry.built else pytree.unflatten(entry.out_def, list(out))
+        """The call's result, or _MISSED when every program's guards missed or an
+        operation raised (the generators are then back where they were, and nothing was
+        updated: effects run last; the call then runs afresh, which raises the error if
+        there is one). The programs are tried the one replayed last first."""
+        programs = entry.programs
+        for prog in programs:
+            if not prog.check(leaves, traced):  # (something its recording read changed)
+                entry.programs = [p for p in entry.programs if p is not prog]
+                continue
+            keepers = prog.keepers
+            saved = [save() for save, _ in keepers] if keepers else ()
+            try:
+                out = prog.run(*inputs)
+            except Exception:  # (Miss, or an error a fresh run raises with its own message)
+                for (_, restore), position in zip(keepers, saved):
+                    restore(position)
+                continue
+            if prog is not programs[0]:
+                entry.programs = [prog] + [p for p in entry.programs if p is not prog]
+            prog.replays += 1
+            entry.replays += 1
+            self.stats["replays"] += 1
+            return out if prog.built else pytree.unflatten(prog.out_def, list(out))
+        entry.misses += 1
+        return _MISSED
 
     def _record(self, entry, args, kwargs, leaves, treedef, objects):
         if any(isinstance(leaf, np.ndarray) and leaf.dtype.fields is not None
@@ -274,7 +349,8 @@ class Jitted:
             # (a recording that would confirm the last one, which nothing it read has
             # changed since, runs the same code: it needs no watching, and its guards
             # are the last one's, which must still hold when it returns)
-            confirming = entry.last is not None and entry.check(leaves, arrays)
+            newest = entry.candidates[0] if entry.confirm and entry.candidates else None
+            confirming = newest is not None and newest.check(leaves, arrays)
             watch = _UNWATCHED if confirming else Watch(self._kinds, self._trusted)
             rec.watch = None if confirming else watch
             effects.push(rec)
@@ -300,7 +376,7 @@ class Jitted:
                 failed = _opaque_result(out, rec)
                 guarded = None
                 if not failed and confirming:
-                    guarded = entry.check(leaves, arrays)  # (what it read is unchanged)
+                    guarded = newest.check(leaves, arrays)  # (what it read is unchanged)
                 elif not failed:
                     try:
                         guarded = guards(self.fn, watch.ran, self._kinds, objects, arrays,
@@ -347,7 +423,7 @@ class Jitted:
             # and the function runs afresh on every call: the first call may settle
             # estimators, or take a branch later calls do not)
             entry.denials += 1
-            entry.last, entry.same_in_a_row = None, 0
+            entry.recorded(False, False)
             if entry.denials >= 2:
                 entry.refused = reason
             else:
@@ -355,25 +431,38 @@ class Jitted:
             return result
         entry.denials = 0
         signature = _signature(rec, out_leaves, inputs)
-        if not confirming:  # (a watched recording: the first of a run of identical ones)
-            entry.check, entry.n_checks, _ = guarded
-            entry.last, entry.same_in_a_row = signature, 1
-        elif guarded and _same_signature(entry.last, signature):
-            entry.same_in_a_row += 1
-        else:  # (the next recording is watched again: it may run other code)
-            entry.unstable = _difference(entry.last, signature) if guarded else \
-                "it changes what it reads outside its arrays (a counter, a list it appends to)"
-            entry.last, entry.same_in_a_row = None, 0
-            return result
-        entry.guards = [(kind, where) for _, kind, where in rec.guards]
-        if entry.same_in_a_row >= self.validate:
-            program, entry.source, entry.built = compile_program(rec, inputs, out_leaves,
-                                                                 out_def)
-            entry.generators = generators_of(rec)
-            entry.keepers = [position_keeper(g) for g in entry.generators]
-            entry.out_def = out_def
-            entry.n_ops = len(rec.lines)
-            entry.program = program  # (last: another thread may replay it at once)
+        new_candidate = False
+        if confirming:  # (unwatched: it may only confirm the recording it follows)
+            match = newest if guarded and _same_signature(newest.signature, signature) \
+                else None
+            if match is None:
+                entry.unstable = _difference(newest.signature, signature) if guarded else \
+                    "it changes what it reads outside its arrays (a counter, a list it " \
+                    "appends to)"
+        else:
+            match = next((c for c in entry.candidates
+                          if _same_signature(c.signature, signature)), None)
+            if match is None:
+                if entry.candidates:  # (for explain(), if no program comes of them)
+                    entry.unstable = _difference(entry.candidates[0].signature, signature)
+                check, n_checks, _ = guarded
+                match = _Candidate(signature, check, n_checks)
+                match.seen = 0
+                entry.candidates = [match] + entry.candidates[:_CANDIDATES - 1]
+                new_candidate = True
+        made = False
+        if match is not None:
+            match.seen += 1
+            if match.seen >= self.validate:
+                run, source, built = compile_program(rec, inputs, out_leaves, out_def)
+                prog = _Program(run, source, built, out_def, generators_of(rec),
+                                len(rec.lines), [(k, w) for _, k, w in rec.guards],
+                                match.check, match.n_checks)
+                entry.candidates = [c for c in entry.candidates if c is not match]
+                # (last: another thread may replay it at once)
+                entry.programs = [prog] + entry.programs[:_PROGRAMS - 1]
+                made = True
+        entry.recorded(made, new_candidate, [(k, w) for _, k, w in rec.guards])
         return result
 
     def explain(self):
@@ -387,28 +476,39 @@ class Jitted:
                          f"compared (unhashable), or {_GIVE_UP} calls in a row had a "
                          "structure never seen before")
         for k, e in enumerate(self._entries.values()):
-            if e.program is not None:
-                state = (f"replayed ({e.replays} calls) from a program of {e.n_ops} "
-                         "operations")
+            if e.programs:
+                ops = ", ".join(str(p.n_ops) for p in e.programs)
+                state = (f"replayed ({e.replays} calls) from {len(e.programs)} program(s) of "
+                         f"{ops} operations" if len(e.programs) > 1 else
+                         f"replayed ({e.replays} calls) from a program of {ops} operations")
             elif e.refused is not None:
                 state = f"runs afresh on every call: {e.refused}"
-            elif e.recordings >= _RECORDINGS_PER_KEY + e.misses:
+            elif e.tries >= _RECORDINGS_PER_KEY and e.unstable is not None:
                 state = ("runs afresh on every call: its recordings differed from call to "
-                         f"call ({e.unstable})")
+                         f"call ({e.unstable}); it is recorded again only once {e.needed} "
+                         "calls in a row check as many conditions (the same path again)")
             else:
                 state = f"recorded {e.recordings} time(s), not yet replayed"
             lines.append(f"  structure {k + 1}: {state}")
+            if len(e.programs) > 1:
+                lines.append("    its programs take other paths (a loop ending at another "
+                             "step): a call replays the first whose guards hold")
             if e.error is not None and e.refused is None:
                 lines.append(f"    {e.error} (it ran afresh; the next call records again)")
             if e.misses:
-                lines.append(f"    {e.misses} replay(s) stopped by a guard and recorded again")
-            if e.n_checks:
-                lines.append(f"    guards {e.n_checks} value(s) it read outside its arrays "
+                lines.append(f"    {e.misses} call(s) stopped by a guard of every program "
+                             "(recorded again, or run afresh)")
+            n_checks = max((p.n_checks for p in e.programs),
+                           default=e.candidates[0].n_checks if e.candidates else 0)
+            if n_checks:
+                lines.append(f"    guards {n_checks} value(s) it read outside its arrays "
                              "(closure variables, globals, defaults, objects)")
-            checks = list(dict.fromkeys(w for kind, w in e.guards if kind == "check"))
+            guards = [g for p in e.programs for g in p.guards] + list(e.last_guards)
+            checks = list(dict.fromkeys(w for kind, w in guards if kind == "check"))
             if checks:
                 lines.append(f"    checked on every replay: {'; '.join(checks)}")
-            for where in [w for kind, w in e.guards if kind == "read"][:10]:
+            reads = list(dict.fromkeys(w for kind, w in guards if kind == "read"))
+            for where in reads[:10]:
                 lines.append(f"    reads a value (recorded again when it differs): {where}")
         return "\n".join(lines)
 

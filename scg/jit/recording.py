@@ -78,8 +78,10 @@ class _Recording(Handler):
         self.fresh = set()    # slots of results that share no memory with their arguments
         self.open = True
         self._const_ids = {}
+        self._ref_ids = {}
         self._keep = []
         self.errstate = np.geterr()
+        self.numpy_errors = _numpy_errors()
 
     # ------------------------------------------------------------ names in the source
     def const(self, x):
@@ -98,11 +100,11 @@ class _Recording(Handler):
 
     def ref(self, x):
         """The name of an object used by identity (its contents may change between calls)."""
-        for k, r in enumerate(self.refs):
-            if r is x:
-                return f"r{k}"
-        self.refs.append(x)
-        return f"r{len(self.refs) - 1}"
+        name = self._ref_ids.get(id(x))  # (refs are kept: their ids are not reused)
+        if name is None:
+            name = self._ref_ids[id(x)] = f"r{len(self.refs)}"
+            self.refs.append(x)
+        return name
 
     def _expr(self, a):
         t = type(a)
@@ -151,11 +153,27 @@ class _Recording(Handler):
         returned as a constant; a source is always recorded (random numbers, state).
         `guard_shape`: the result's shape may depend on values (a boolean mask, a size
         or an axis given by a value): replays check it."""
-        if np.geterr() != self.errstate:
+        if _numpy_errors() is not self.numpy_errors and np.geterr() != self.errstate:
             self.refuse("numpy's error handling was changed inside the call (np.errstate or "
                         "np.seterr): a replay would run under the caller's")
-        raw = [_concrete(a) for a in args]
-        kw = {k: _concrete(v) for k, v in kwargs.items()} if kwargs else {}
+        held = False  # (does an argument hold a Var: a Var, or one in a tuple or list)
+        raw = []
+        for a in args:
+            t = type(a)
+            if t is Var:
+                held = True
+                raw.append(a.concrete)
+            elif t is tuple or t is list or t is State:
+                if t is not State and _holds_var(a):
+                    held = True
+                raw.append(_concrete(a))
+            else:
+                raw.append(a)
+        if kwargs:
+            kw = {k: _concrete(v) for k, v in kwargs.items()}
+            held = held or any(_holds_var(v) for v in kwargs.values())
+        else:
+            kw = {}
         if self.written and any(type(a) is State and id(a.obj) in self.written for a in args):
             self.refuse("state updated during the call is read again in the same call (an "
                         "expectation with a stateful baseline called twice in one call): its "
@@ -164,13 +182,14 @@ class _Recording(Handler):
             self.immediate = True
         ans = fn(*raw, **kw)
         if not source:
-            if not any(_holds_var(a) for a in args) and \
-                    not any(_holds_var(v) for v in kw.values()):
+            if not held:
                 return ans
-            if type(ans) is np.ndarray and type(args[0]) is Var and _same_view(ans, raw[0]):
+            if type(ans) is np.ndarray and type(args[0]) is Var and (
+                    ans is raw[0] or ans.base is not None and _same_view(ans, raw[0])):
                 return args[0]  # (a reshape or broadcast to the same shape: nothing to do)
         call = self.ref(fn) if source or not _is_plain_function(fn) else self.const(fn)
-        parts = [self._expr(a) for a in args]
+        parts = [f"v{a.slot}" if type(a) is Var and a.rec is self else self._expr(a)
+                 for a in args]
         inline = INLINE.get(fn) if not source and not guard_shape else None
         if inline is not None and getattr(inline, "constant_settings", False) and (
                 any(_holds_var(a) for a in args[1:]) or
@@ -364,6 +383,14 @@ _PLAIN_CONSTANTS = (int, float, bool, str, complex)
 # primitives whose result's shape may depend on the values of their arguments
 _VALUE_SHAPED = frozenset(["getitem", "gather", "take", "take_along_axis"])
 _new_var = object.__new__
+
+
+try:  # (numpy's error state: a new object whenever np.errstate or np.seterr changes it)
+    from numpy._core._ufunc_config import _extobj_contextvar as _numpy_error_state
+    _numpy_errors = _numpy_error_state.get
+except ImportError:  # pragma: no cover  (another numpy: compared by np.geterr each time)
+    def _numpy_errors():
+        return object()  # (never the same: np.geterr compares)
 
 
 def _is_plain_function(fn):

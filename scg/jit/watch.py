@@ -19,10 +19,11 @@ import os
 import re
 import sys
 import sysconfig
-import threading
 import types
 
 import numpy as np
+
+from ..core import collector
 
 TRUSTED, LIBRARY, USER = 1, 2, 3  # (all true: `kinds.get(code) or ...`)
 # ---------------------------------------------------------------- whose code is it
@@ -149,7 +150,7 @@ class Watch:
         self.denied = None
 
     def __enter__(self):
-        _hold_collector()
+        collector.hold()
         self._previous = sys.getprofile()
         self._profiler = _lsprof.Profiler()
         self._profiler.enable(subcalls=True, builtins=True)
@@ -164,7 +165,7 @@ class Watch:
 
     def __exit__(self, *exc):
         self._profiler.disable()
-        _release_collector()
+        collector.release()
         if isinstance(self._previous, _lsprof.Profiler):  # (cProfile, profiling the caller)
             self._previous.enable()
         elif self._previous is not None:
@@ -199,27 +200,10 @@ class Watch:
         return False
 
 
-# The garbage collector is held while a call is watched: a collection starting inside it
-# runs gc.callbacks, finalizers of cycles and weakref callbacks (a test runner's, a
-# library's) wherever it starts, and the profiler would count them as the user's calls.
-# Counted, for recordings in several threads at once; it collects again after the last.
-_COLLECTOR = threading.Lock()
-_HELD = [0, False]  # (watches running, whether the collector was on before the first)
-
-
-def _hold_collector():
-    with _COLLECTOR:
-        if not _HELD[0]:
-            _HELD[1] = gc.isenabled()
-            gc.disable()
-        _HELD[0] += 1
-
-
-def _release_collector():
-    with _COLLECTOR:
-        _HELD[0] -= 1
-        if not _HELD[0] and _HELD[1]:
-            gc.enable()
+# The garbage collector is held while a call is watched (core/collector.py): a collection
+# starting inside it runs gc.callbacks, finalizers of cycles and weakref callbacks (a test
+# runner's, a library's) wherever it starts, and the profiler would count them as the
+# user's calls.
 
 
 def _line_of(code, what):

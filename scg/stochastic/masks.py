@@ -13,7 +13,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from ..core import effects
-from ..core.tape import Tracer, strip
+from ..core.tape import THREAD, Tracer, strip
 from ..numpy import rules as R
 from .persample import PerSample, lift
 
@@ -90,6 +90,7 @@ def all_(condition):
         ...     break
     """
     if not isinstance(condition, Tracer):
+        THREAD.checks += 1  # (a decision, as a traced one's check: see effects.check)
         return bool(np.all(condition))
     x = strip(condition)
     if effects.check(_every, x, "scg.all(...) of a per-draw condition is True"):

@@ -98,6 +98,7 @@ class SurrogateContext:
         self.costs = {c.name: self.grid.cost(c) for c in trace.cost_sites.values()}
         self._states = states  # (the expectation's SiteStates)
         self._log_probs = {}
+        self._tails = {}  # (sums of costs downstream: see _tail_sum)
         self._weights = {}
         self._by_layout = set()  # (the copying sites weighted by the layout alone)
         self.updates = []
@@ -131,16 +132,18 @@ class SurrogateContext:
         weights (see copies.py)."""
         copies, grid = self.copies, self.grid
         down = self._summed(site) if copies else ()
-        total = None  # (the first term as it is: no copy of n numbers for one cost)
         costs = self.costs
-        for c in self.trace.downstream_costs(site):
-            value, plates = costs[c.name]
-            value = strip(value)
-            if copies:
-                value = self._weighted(c, value, plates, down, plain=True)
-            if plates:  # (a cost outside every plate is on the grid as it is)
-                value = grid.onto(value, plates, _shared(site.plates, c.plates_for(site.name)))
-            total = value if total is None else total + value
+        if copies:  # (each cost weighted for this site: a sum of its own)
+            total = None
+            for c in reversed(self.trace.downstream_costs(site)):
+                value, plates = costs[c.name]
+                value = self._weighted(c, strip(value), plates, down, plain=True)
+                if plates:  # (a cost outside every plate is on the grid as it is)
+                    value = grid.onto(value, plates,
+                                      _shared(site.plates, c.plates_for(site.name)))
+                total = value if total is None else value + total
+        else:
+            total = self._tail_sum(site, self.trace.downstream_costs(site))
         # (the layout of the site's log-probability, without computing it: an estimator
         # whose copies hold values outside the support asks for q too)
         shape = grid.shape_of(self.trace.rows, site.dist.batch_shape, site.plates)
@@ -151,6 +154,36 @@ class SurrogateContext:
         own, slots, context = self._branches(site)
         return effects.opaque(_grouped, total, tuple(copies.blocks), own, slots, context,
                            tuple(down), copies.positions())
+
+    def _tail_sum(self, site, down):
+        """The sum of the costs `down` (plain), from the last one back. The sites of a loop
+        of T steps have nested lists of costs downstream, each the tail of the one before
+        (or after): every partial sum of costs outside plates is kept, under its first cost
+        and its length, so that the whole loop takes T additions, not T^2 / 2."""
+        n = len(down)
+        if not n:
+            return None
+        tails, costs = self._tails, self.costs
+        total, k = None, n
+        for start in (0, 1):  # (this site's list, or all of it but its first cost)
+            got = tails.get((id(down[start]), n - start)) if start < n else None
+            # (costs compare by their names first, which differ: never their values)
+            if got is not None and got[1][got[2]:] == down[start:]:
+                total, k = got[0], start
+                break
+        shared = True  # (a cost in a plate is laid out for this site: not shared)
+        for i in range(k - 1, -1, -1):
+            c = down[i]
+            value, plates = costs[c.name]
+            value = strip(value)
+            if plates:
+                value = self.grid.onto(value, plates,
+                                       _shared(site.plates, c.plates_for(site.name)))
+                shared = False
+            total = value if total is None else value + total
+            if shared:
+                tails[(id(c), n - i)] = (total, down, i)
+        return total
 
     def downstream(self, site):
         """The costs downstream of the site, traced, per row and element, on the site's

@@ -40,7 +40,9 @@ class HeldLogProb:
         self.family = family_of(given)
         self.params = dict(self.family.params)
         self.state = state_of(self.family)  # (an attribute set since: another distribution)
-        self.run = run
+        # (the run's decisions, not the run: the run holds the site, whose value holds
+        # this, and a cycle would leave the whole run to the garbage collector)
+        self.decisions = run.decisions
         self.stl = stl  # (Pathwise(stl=True): a use it cannot serve is an error)
         self.last = None  # (the value and what it gave: the same object for the same draw)
 
@@ -58,7 +60,7 @@ class HeldLogProb:
             params[k] is v for k, v in self.params.items())
 
     def log_prob(self, dist, value, log_prob):
-        if not self.matches(dist) or keep_direct(self.name) in self.run.decisions or \
+        if not self.matches(dist) or keep_direct(self.name) in self.decisions or \
                 any(_nested(v) for v in self.params.values()):
             return None  # (the plain log-probability)
         key = getattr(value, "value", None)
@@ -79,7 +81,7 @@ class HeldLogProb:
                 f"enters the costs linearly (a single-sample ELBO); {where} uses it otherwise "
                 "(a multi-sample bound's logmeanexp, a product with the draw): use "
                 "scg.Pathwise(dreg=True) for a multi-sample bound, or scg.Pathwise()")
-        self.run.decisions[keep_direct(self.name)] = True
+        self.decisions[keep_direct(self.name)] = True
         raise Replan()
 
 

@@ -4,6 +4,7 @@ one draw a Python branch on score-function draws is allowed (the costs after it 
 them). Against the exact gradient by enumeration of every action sequence."""
 
 import itertools
+import re
 
 import numpy as np
 import pytest
@@ -155,3 +156,45 @@ def test_which_estimators_serve_masks_is_their_declaration():
     for refused in (scg.VIMCO(), scg.Enumerate(), scg.DisARM()):
         assert not refused.serves_masks
     assert scg.Pathwise().serves_masks and not scg.Pathwise(dreg=True).serves_masks
+
+
+
+def _walk(steps):
+    """A walk whose cost at each step is its position: the costs downstream of each step's
+    draw are that step's and every later one's (nested lists, each the tail of the last)."""
+    def model(theta):
+        pos = 0.0
+        for t in range(steps):
+            a = scg.sample(f"a{t}", scg.Bernoulli(logits=theta), estimator=scg.Score("loo"))
+            pos = pos + (2 * a - 1)
+            scg.cost(f"r{t}", 0.1 * t * pos)
+    return model
+
+
+def _program_size(steps):
+    grad = scg.jit(scg.grad(scg.expectation(_walk(steps), n=4, seed=0)), validate=1)
+    grad(np.array(0.3))
+    grad(np.array(0.3))
+    found = re.search(r"a program of (\d+) operations", grad.explain())
+    assert found, grad.explain()
+    return int(found.group(1))
+
+
+def test_the_costs_after_each_step_are_summed_once_for_a_whole_loop():
+    # summed back from the last cost, each partial sum serving the step before: T
+    # additions in all, not T^2 / 2, so the program grows by the same amount per step
+    small, middle, large = (_program_size(k) for k in (20, 40, 80))
+    assert large - middle == 2 * (middle - small)
+
+
+def test_costs_summed_from_the_last_are_the_reward_to_go():
+    theta, n, steps = np.array(0.4), 64, 12
+    g = scg.grad(scg.expectation(_walk(steps), n=n, seed=3))(theta)
+    E = scg.expectation(_walk(steps), n=n, seed=3)
+    E(theta)
+    a = np.stack([E.last_trace.sites[f"a{t}"].value for t in range(steps)], 1)
+    costs = 0.1 * np.arange(steps) * np.cumsum(2 * a - 1, axis=1)
+    later = costs[:, ::-1].cumsum(1)[:, ::-1]        # the step's own cost and the rest
+    adv = (n * later - later.sum(0, keepdims=True)) / (n - 1)
+    p = 1 / (1 + np.exp(-theta))
+    assert np.allclose(g, np.sum(adv * (a - p)) / n, rtol=1e-12, atol=1e-14)

@@ -1,0 +1,94 @@
+"""Python's garbage collector is held while a gradient call's tape is open (its values are
+freed by reference counting), counted across nested calls and threads, and on again after
+the last; and a run of a model leaves no reference cycle behind for it to find."""
+
+import gc
+import threading
+
+import numpy as np
+import pytest
+
+import scg
+
+
+def _model_seeing(seen):
+    def model(theta):
+        seen.append(gc.isenabled())
+        z = scg.sample("z", scg.Bernoulli(logits=theta), estimator=scg.Score("loo"))
+        x = scg.sample("x", scg.Normal(theta, 1.0))
+        scg.cost("c", (z - 0.3) ** 2 + x ** 2)
+    return model
+
+
+def test_the_collector_is_held_inside_a_gradient_and_on_again_after():
+    assert gc.isenabled()
+    seen = []
+    scg.grad(scg.expectation(_model_seeing(seen), n=4, seed=0))(np.array(0.2))
+    assert seen == [False]
+    assert gc.isenabled()
+
+
+def test_nested_gradients_and_errors_give_it_back():
+    seen = []
+    E = scg.expectation(_model_seeing(seen), n=4, seed=0)
+    scg.hessian(E)(np.array(0.2))
+    assert seen and not any(seen)
+    assert gc.isenabled()
+
+    def failing(theta):
+        raise ValueError("the model's own error")
+    with pytest.raises(ValueError):
+        scg.grad(scg.expectation(failing, n=2))(np.array(0.2))
+    assert gc.isenabled()
+
+
+def test_a_collector_turned_off_by_the_caller_stays_off():
+    gc.disable()
+    try:
+        scg.grad(scg.expectation(_model_seeing([]), n=4, seed=0))(np.array(0.2))
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_holds_are_counted_across_threads():
+    inside, release = threading.Event(), threading.Event()
+
+    def model(theta):
+        inside.set()
+        release.wait(10)
+        scg.cost("c", scg.sample("x", scg.Normal(theta, 1.0)) ** 2)
+
+    thread = threading.Thread(
+        target=lambda: scg.grad(scg.expectation(model, n=2, seed=0))(np.array(0.1)))
+    thread.start()
+    assert inside.wait(10)
+    seen = []
+    scg.grad(scg.expectation(_model_seeing(seen), n=2, seed=1))(np.array(0.2))
+    assert seen == [False]
+    assert not gc.isenabled()  # (the other thread's call still holds it)
+    release.set()
+    thread.join(10)
+    assert gc.isenabled()
+
+
+def test_a_run_leaves_no_cycle_of_its_values_for_the_collector():
+    # (a score-function site's held log-probability once held the run, which holds the
+    # site: every run's values and arrays then waited for a collection. The dependency
+    # sets' one-entry caches may refer to each other: small, and hold no value)
+    E = scg.expectation(_model_seeing([]), n=4, seed=0)
+    scg.grad(E)(np.array(0.2))
+    gc.collect()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        for _ in range(3):
+            scg.grad(E)(np.array(0.2))
+        gc.collect()
+        ours = {type(o).__qualname__ for o in gc.garbage
+                if type(o).__module__.startswith("scg.")}
+        arrays = [o for o in gc.garbage if isinstance(o, np.ndarray)]
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+    assert ours <= {"Deps"}, sorted(ours)
+    assert not arrays

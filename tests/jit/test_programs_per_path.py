@@ -1,0 +1,75 @@
+"""A structure of call whose calls take other paths (a loop ended by `scg.all` at another
+step): scg.jit keeps a program per path and replays the one whose guards hold; it stops
+recording paths that never come back, and records again once a path repeats."""
+
+import numpy as np
+
+import scg
+
+
+def _loop(x):
+    """Counts up until every entry of s reaches x: as many steps as max(x), at most 60."""
+    s = np.zeros_like(x)
+    total = 0.0
+    for _ in range(60):
+        s = s + 1.0
+        total = total + np.sum(np.sqrt(s))
+        if scg.all(s >= x):
+            break
+    return total
+
+
+def _exact(x):
+    total = 0.0
+    for i in range(1, int(min(max(np.max(x), 1), 60)) + 1):
+        total += np.sqrt(i) * x.size
+    return total
+
+
+def test_two_loop_lengths_that_alternate_are_both_replayed():
+    f = scg.jit(_loop)
+    for k in range(16):
+        x = np.array([3.0, 1.0]) if k % 2 else np.array([5.0, 2.0])
+        out = f(x)
+        assert out == _exact(x)
+        assert out == _loop(x)  # (bit for bit the function's own number)
+    assert f.stats["replays"] >= 8, f.explain()
+    assert "2 program(s)" in f.explain()
+
+
+def test_lengths_that_never_come_back_stop_being_recorded():
+    f = scg.jit(_loop)
+    for k in range(40):
+        x = np.array([1.0 + k])
+        assert f(x) == _exact(x)
+    assert f.stats["replays"] == 0
+    # (the first tries, and a few after calls that happened to repeat a path: none here)
+    assert f.stats["recordings"] <= 5, f.explain()
+    assert "runs afresh" in f.explain()
+
+
+def test_a_length_that_starts_repeating_is_recorded_again_and_replayed():
+    f = scg.jit(_loop)
+    for k in range(30):  # (a policy that learns: every loop a new length)
+        x = np.array([2.0 + k])
+        assert f(x) == _exact(x)
+    recorded = f.stats["recordings"]
+    replays = f.stats["replays"]
+    x = np.array([60.0])  # (then the loop runs to its end, call after call)
+    for _ in range(8):
+        assert f(x) == _exact(x)
+    assert f.stats["recordings"] - recorded <= 3, f.explain()
+    assert f.stats["replays"] - replays >= 4, f.explain()
+
+
+def test_a_program_whose_guards_miss_is_kept_for_its_own_path():
+    f = scg.jit(_loop)
+    long, short = np.array([9.0]), np.array([4.0])
+    for _ in range(4):
+        f(long)
+    assert f.stats["replays"] >= 1
+    for _ in range(4):
+        f(short)
+    replays = f.stats["replays"]
+    assert f(long) == _exact(long)
+    assert f.stats["replays"] == replays + 1, f.explain()
