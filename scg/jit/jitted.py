@@ -25,7 +25,7 @@ from .guards import Refused, guards
 from .watch import Watch, trusted_kinds
 from .recording import Var, _Recording, compile_program, generators_of, same
 
-_RECORDINGS_PER_KEY = 4  # recordings in a row that never repeat themselves: stop trying
+_RECORDINGS_PER_KEY = 4  # recordings in a row that make no program: then only on a repeat
 _PROGRAMS = 8            # programs kept per structure of call (loops of other lengths)
 _CANDIDATES = 4          # watched recordings kept per structure, awaiting confirmation
 _KEYS = 32               # structures kept per jitted function
@@ -166,10 +166,11 @@ class _Entry:
         else:
             self.last_checks, self.streak = checks, 1
 
-    def recorded(self, made_program, new_candidate, guards=()):
-        """Note a recording: did it make a program, or is it a new candidate (the next
-        call that no program replays is then recorded to confirm it, unless this one was
-        itself such a call)?"""
+    def recorded(self, made_program, new_candidate, confirmed=False, guards=()):
+        """Note a recording: did it make a program, is it a new candidate, or did it
+        confirm one short of `validate`? The next call that no program replays is then
+        recorded to confirm it (unless this was a call recorded to confirm, whose path
+        was another one)."""
         confirming = self.confirm
         self.streak = 0
         self.last_guards = guards
@@ -177,7 +178,7 @@ class _Entry:
             self.tries, self.needed, self.confirm = 0, 2, False
             return
         self.tries += 1
-        self.confirm = new_candidate and not confirming
+        self.confirm = confirmed or (new_candidate and not confirming)
         if confirming and self.tries > _RECORDINGS_PER_KEY:
             self.needed *= 2  # (a path that came back, recorded twice, in vain)
 
@@ -462,7 +463,8 @@ class Jitted:
                 # (last: another thread may replay it at once)
                 entry.programs = [prog] + entry.programs[:_PROGRAMS - 1]
                 made = True
-        entry.recorded(made, new_candidate, [(k, w) for _, k, w in rec.guards])
+        entry.recorded(made, new_candidate, match is not None and not new_candidate,
+                       [(k, w) for _, k, w in rec.guards])
         return result
 
     def explain(self):
