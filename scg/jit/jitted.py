@@ -135,10 +135,10 @@ class _Entry:
         self.failures = self.denials = 0
         self.error = None
         # (when to record: `tries` recordings since the last program was made; after
-        # _RECORDINGS_PER_KEY of them, a call is recorded again once `needed` calls in a
-        # row ran afresh checking as many conditions (the same path again, such as a loop
-        # of the same length); `needed` doubles after each such recording that made no
-        # program)
+        # _RECORDINGS_PER_KEY of them, or once a program exists, a call is recorded again
+        # once `needed` calls in a row that no program replayed checked as many conditions
+        # (the same path again, such as a loop of the same length); `needed` doubles after
+        # each such recording that made no program)
         self.tries = 0
         self.streak = 0
         self.last_checks = None
@@ -155,7 +155,10 @@ class _Entry:
         return self.programs[0].source if self.programs else None
 
     def wants_recording(self):
-        if self.confirm or self.tries < _RECORDINGS_PER_KEY:
+        """Record this call (no program replayed it)? The first tries of a structure, a
+        call that may confirm the last recording, and a path that came back; a call of a
+        new path once programs exist runs afresh until its path repeats."""
+        if self.confirm or (not self.programs and self.tries < _RECORDINGS_PER_KEY):
             return True
         return self.streak >= self.needed
 

@@ -73,3 +73,17 @@ def test_a_program_whose_guards_miss_is_kept_for_its_own_path():
     replays = f.stats["replays"]
     assert f(long) == _exact(long)
     assert f.stats["replays"] == replays + 1, f.explain()
+
+
+def test_once_a_program_exists_a_new_path_runs_afresh_until_it_repeats():
+    f = scg.jit(_loop)
+    long = np.array([9.0])
+    for _ in range(4):
+        f(long)
+    recorded = f.stats["recordings"]
+    for k in range(6):  # (each a new length once, between replays of the long one)
+        x = np.array([2.0 + k])
+        assert f(x) == _exact(x)
+        assert f(long) == _exact(long)
+    assert f.stats["recordings"] == recorded, f.explain()
+    assert f.stats["eager"] == 6
