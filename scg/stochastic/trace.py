@@ -225,16 +225,26 @@ class Trace(effects.Handler):
     def rough_sites(self):
         """Pathwise sites some path of which to a cost (or into a score site's parameters)
         crosses a jump or a black box, with the place where it does."""
+        sites = self.sites
+        scored = [w for w in sites.values() if not w.estimator.differentiable]
+        # (the pathwise sites among all the rough ones first, by set unions: the costs of
+        # a loop of T steps each depend on the steps before, T^2 / 2 names in all)
+        rough = frozenset().union(*[c.deps.rough for c in self.cost_sites.values()],
+                                  *[w.param_deps.rough for w in scored])
+        pathwise = {s for s in rough if s in sites and sites[s].estimator.differentiable}
         where = {}
-        for c in self.cost_sites.values():
-            for s in c.deps.rough:
-                where.setdefault(s, f"cost {c.name!r}")
-        for w in self.sites.values():
-            if not w.estimator.differentiable:
-                for s in w.param_deps.rough:
-                    where.setdefault(s, f"the parameters of site {w.name!r}")
-        return {s: w for s, w in where.items() if s in self.sites and
-                self.sites[s].estimator.differentiable}
+        if pathwise:
+            for c in self.cost_sites.values():
+                if not pathwise.isdisjoint(c.deps.rough):
+                    for s in c.deps.rough:
+                        if s in pathwise:
+                            where.setdefault(s, f"cost {c.name!r}")
+            for w in scored:
+                if not pathwise.isdisjoint(w.param_deps.rough):
+                    for s in w.param_deps.rough:
+                        if s in pathwise:
+                            where.setdefault(s, f"the parameters of site {w.name!r}")
+        return where
 
     def check_forced(self):
         for name, place in self.rough_sites().items():
