@@ -1,6 +1,7 @@
 """Expectations of models: their Monte Carlo value, gradient estimates, per-sample gradients."""
 
 import copy
+import dataclasses
 import functools
 import warnings
 
@@ -405,6 +406,7 @@ def expectation(model, n=1, seed=None, estimators=None, has_aux=False):
     return Expectation(model, n, seed, estimators, has_aux)
 
 
+@dataclasses.dataclass(init=False, repr=False, eq=False)
 class GradSamples:
     """Per-draw gradient estimates: `.samples` (leaves of shape (n, *leaf.shape)),
     `.mean` (the estimate of scg.grad for the same draws), `.var` (ddof=1), `.stderr`, `.n`.
@@ -419,7 +421,16 @@ class GradSamples:
     independent estimates (expectations with independent seeds) give an honest one.
 
     A study in chunks keeps only the statistics: `.samples` is None, and `.mean`, `.var`
-    are those of all the chunks' draws, merged exactly."""
+    are those of all the chunks' draws, merged exactly.
+
+    A dataclass of its fields, so that a jitted function may return it (`scg.jit` replays
+    `scg.grad_samples(E)`) and `scg.pytree` functions see its arrays."""
+
+    samples: object
+    n: int
+    _mean: object = None
+    _var: object = None
+    coupled: tuple = ()
 
     def __init__(self, samples, n, mean=None, var=None, coupled=()):
         self.samples = samples

@@ -79,6 +79,7 @@ class Site:
     estimator: str = "auto"    # a key of estimators.BY_KEY
     refs: tuple = ()           # names of the sites its parameters read
     marginal: bool = False     # summed out (scg.Marginalize()); in a loop, scg.markov
+    episode: bool = False      # a loop whose episodes end (scg.mask, `if scg.all: break`)
 
     @property
     def discrete(self):
@@ -180,6 +181,10 @@ class Model:
     def subsampled(self):
         return any(p.subsample for p in self.plates)
 
+    @property
+    def episodes(self):
+        return any(s.episode for s in self.sites)
+
     def site_names(self):
         """Every name scg.sample is given (a loop's sites are name_0, name_1, ...)."""
         out = []
@@ -258,6 +263,18 @@ class Model:
             return [f"q_{s.name} = {s.dist}",
                     f"{s.name} = scg.sample({s.name!r}, q_{s.name}, estimator={est_code})"]
         init = "0" if s.family.startswith("Categorical") else "0.0"
+        if s.episode:  # (a draw of 0 ends the draw's episode; the loop, once all ended)
+            return [f"{s.name} = {init}",
+                    f"alive_{s.name} = True",
+                    f"for t in range({s.steps}):",
+                    f"    with scg.mask(alive_{s.name}):",
+                    f"        q_{s.name} = {s.dist}",
+                    f"        {s.name} = scg.sample(f\"{s.name}_{{t}}\", q_{s.name}, "
+                    f"estimator={est_code})",
+                    f"        scg.cost(f\"{s.name}_cost_{{t}}\", {s.step_cost})",
+                    f"    alive_{s.name} = alive_{s.name} & ({s.name} > 0.5)",
+                    f"    if scg.all(~alive_{s.name}):",
+                    "        break"]
         return [f"{s.name} = {init}",
                 f"for t in range({s.steps}):",
                 f"    q_{s.name} = {s.dist}",
@@ -316,7 +333,11 @@ class _Builder:
         """Sites whose values broadcast into `scope` (their plates a prefix of its): the
         drawn ones (or the marginalized ones)."""
         allowed = {"top": ("top",), "p": ("top", "p"), "pq": ("top", "p", "pq")}[scope]
-        return [s for s in self.m.sites if s.scope in allowed and s.marginal == marginal]
+        # (an episode's draw after its loop is the last step's, drawn masked where the
+        # episode had ended, and which step that is depends on every draw's episode:
+        # nothing after the loop reads it)
+        return [s for s in self.m.sites if s.scope in allowed and s.marginal == marginal
+                and not s.episode]
 
     def feature(self, s):
         """A real-valued function of a site's draw, in the site's shape."""
@@ -352,7 +373,7 @@ class _Builder:
             expr += term(draw(st.sampled_from(WEIGHTS)), loop_name)
         return expr, tuple(refs)
 
-    def site(self, scope, loop=False):
+    def site(self, scope, loop=False, episode=False):
         draw, m = self.draw, self.m
         name = self.fresh("x")
         elements = math.prod(p.size_in_reference for p in m.plates
@@ -361,6 +382,8 @@ class _Builder:
         count = elements * max(steps, 1)
         families = [f for f in FAMILY_ORDER if not loop or f in (
             "Bernoulli-logits", "Normal", "Poisson", "Categorical-logits")]
+        if episode:  # (a draw of 0 ends an episode)
+            families = ["Bernoulli-logits"]
         ok = []
         for f in families:
             K = 3
@@ -405,7 +428,7 @@ class _Builder:
         else:  # Poisson
             a, refs = self.affine(scope, loop_name=loop_name)
             dist = f"scg.Poisson(2.0 * scg.sigmoid({a}))"
-        s = Site(name, family, scope, dist, K=K, steps=steps, refs=refs)
+        s = Site(name, family, scope, dist, K=K, steps=steps, refs=refs, episode=episode)
         if loop:
             s.step_cost, _, s.step_cost_kind = self.simple_cost([s])
         m.sites.append(s)
@@ -530,6 +553,8 @@ class _Builder:
                     continue
                 if s.steps and ch.needs:
                     continue
+                if s.episode and ch.key not in MASKED:
+                    continue
                 if ch.key == "unordered_set" and s.K < 2:
                     continue
                 if not unsupported and _unsupported(ch.key, s, copying, exclusive, combined):
@@ -553,6 +578,9 @@ class _Builder:
                                                                  in EXCLUSIVE)
             exclusive = exclusive or s.estimator in EXCLUSIVE
 
+
+# estimators of the sites inside scg.mask (those that declare `serves_masks`)
+MASKED = {"auto", "score", "score_loo", "score_moving_average", "score_constant"}
 
 # estimators that evaluate copies of the run, and those that serve no model where
 # another site's estimator does (scg.EstimatorError)
@@ -585,7 +613,8 @@ def models(draw, max_top=3):
     m = Model(theta=theta, seed=draw(st.integers(0, 2 ** 16)))
     b = _Builder(draw, m)
     for _ in range(draw(st.integers(1, max_top))):
-        b.site("top", loop=draw(st.integers(0, 4)) == 4)
+        kind = draw(st.integers(0, 5))
+        b.site("top", loop=kind >= 4, episode=kind == 5)
     b.costs("top", "top")
     layout = draw(st.sampled_from(("none", "plate", "nested", "plate", "nested")))
     if layout != "none":

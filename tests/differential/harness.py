@@ -432,8 +432,9 @@ def check_jit(model):
     except Exception as error:
         raise Failure(_describe(model) + f"\nscg raised {type(error).__name__}: {error}") \
             from error
-    # (a subsampled plate's indices are read as an index: a new minibatch records again)
-    if jitted.stats["replays"] < 1 and not model.subsampled:
+    # (a subsampled plate's indices are read as an index: a new minibatch records again;
+    # an episode loop may end at another step on every call)
+    if jitted.stats["replays"] < 1 and not model.subsampled and not model.episodes:
         raise Failure(_describe(model) + "\nscg.jit never replayed:\n" + jitted.explain())
     return "replayed"
 

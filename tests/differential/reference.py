@@ -115,7 +115,12 @@ class PerState:
         return _matmul(self, other)
     __gt__, __lt__ = _op(np.greater), _op(np.less)
     __ge__, __le__ = _op(np.greater_equal), _op(np.less_equal)
+    __and__, __rand__ = _op(np.logical_and), _op(np.logical_and, True)
+    __or__, __ror__ = _op(np.logical_or), _op(np.logical_or, True)
     del _op
+
+    def __invert__(self):
+        return np.logical_not(self)
 
     def __neg__(self):
         return np.negative(self)
@@ -444,6 +449,7 @@ class Exact:
         self.plate_sizes = {}    # name -> (elements in the run, scale)
         self.marginal = {}       # marginalized site -> the names of the plates open there
         self.terms = []          # log-likelihood terms: (PerState, names of the open plates)
+        self.masks = []          # the conditions of the open scg.mask blocks
 
     def __getattr__(self, name):  # scg.Score(...), scg.baselines.MovingAverage(...), ...
         if name[:1].isupper() or name in ("baselines",):
@@ -509,11 +515,31 @@ class Exact:
 
     def cost(self, name, value):
         self.cost_names.append(name)
+        for mask in self.masks:  # (a cost counts only where its episode is alive)
+            value = _where(mask, value, 0.0)
         a = _p(value).a
         total = a.reshape(a.shape[0], -1).sum(axis=1)
         for _, _, _, scale in self.plates:
             total = total * scale
         self.total = self.total + total
+
+    @contextlib.contextmanager
+    def mask(self, condition):
+        """Sites inside draw as usual (their values sum out where the mask is off: their
+        probabilities add to 1); costs inside count where `condition` holds."""
+        self.masks.append(condition)
+        try:
+            yield
+        finally:
+            self.masks.pop()
+
+    def all(self, condition):
+        """True when `condition` holds in every state (the loop then ends). The grid holds
+        the state that never ends (every draw 1): the loop runs to its end there, and so
+        does the pass that discovers the sites."""
+        if self.grid is None:
+            return False
+        return bool(np.all(_p(condition).a))
 
     @contextlib.contextmanager
     def plate(self, name, size, dim=-1, subsample_size=None):

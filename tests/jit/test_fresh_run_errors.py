@@ -201,18 +201,24 @@ def test_errstate_ignore_inside_function():
         assert same(f(np.array([0.0, 1.0])), jf(np.array([0.0, 1.0])))
 
 
-def test_grad_samples_under_jit_gives_the_eager_draws_and_says_why_it_runs_afresh():
-    # (its result, a GradSamples, is not one of the values scg.jit replays; recording it
-    # used to raise AttributeError on the recorded gradients' `.flags`)
+def test_grad_samples_under_jit_replays_the_eager_draws():
+    # (its result, a GradSamples, is a dataclass of its fields: scg.jit replays it. It
+    # once ran afresh, and before that recording it raised AttributeError on the recorded
+    # gradients' `.flags`)
     def model(theta):
         x = scg.sample("x", scg.Normal(theta[0], 1.0))
-        return (x - 1.0) ** 2 * theta[1]
+        z = scg.sample("z", scg.Bernoulli(logits=theta[1]), estimator=scg.Score("loo"))
+        return (x - 1.0) ** 2 * theta[1] + z * theta[0]
 
     theta = np.array([0.3, 2.0])
     jitted = scg.jit(scg.grad_samples(scg.expectation(model, n=8, seed=0)))
     eager = scg.grad_samples(scg.expectation(model, n=8, seed=0))
-    for _ in range(3):
+    for _ in range(5):
         got, want = jitted(theta), eager(theta)
+        assert type(got) is type(want)
         np.testing.assert_array_equal(got.samples, want.samples)
+        np.testing.assert_array_equal(got.mean, want.mean)
+        np.testing.assert_array_equal(got.stderr, want.stderr)
+        assert got.n == want.n == 8 and got.coupled == want.coupled == ("z",)
         got.samples[0, 0] = 5.0  # (writable, as eager's)
-    assert "GradSamples" in jitted.explain()
+    assert jitted.stats["replays"] >= 3, jitted.explain()
