@@ -4,7 +4,7 @@ Random stochastic computation graphs from the grammar of tests/differential/gram
 (Bernoulli, Categorical, OneHotCategorical, Normal, Gamma and Poisson sites; parameters
 that depend on earlier draws; plates, nested and subsampled; costs through arithmetic,
 np.where, indexing by draws, einsum, sums and logmeanexp over plates; loops of sequential
-sites), each site under an estimator of the registry that serves it, against the exact
+sites; episode loops that end, with scg.mask and `if scg.all(~alive): break`), each site under an estimator of the registry that serves it, against the exact
 expectation computed without scg (enumeration and quadrature, tests/differential/
 reference.py):
 

@@ -19,7 +19,10 @@ draw), passed through sigmoid, softmax or exp. Costs: arithmetic of draws and th
 `np.where` on a discrete draw, a table indexed by a Categorical draw (`scg.take` and a
 theta-dependent table), `np.einsum` of a one-hot draw, sums over a plate and
 `scg.logmeanexp` over a plate (with the proposal's `log_prob` in the log-weights, as an
-importance-weighted bound). Every site gets an estimator that serves its family, drawn
+importance-weighted bound). A loop may be an episode: its Bernoulli steps inside
+`with scg.mask(alive):`, a draw of 0 ending that draw's episode, and
+`if scg.all(~alive): break` ending the loop once every draw's has (so the loop's length, and
+scg.jit's program, change from call to call); nothing after the loop reads its draw. Every site gets an estimator that serves its family, drawn
 per site (see estimators.py).
 
 `Model.to_code()` is the model: the tests run that source, under scg and under the exact
