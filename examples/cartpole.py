@@ -167,9 +167,10 @@ def main(updates=150, lr=0.01, seed=0, out_dir=None):
           f"({'reached 200' if reached else 'did not reach 200'}); "
           f"{1000 * np.median(seconds):.0f} ms per update in the median, "
           f"{seconds.sum():.1f} s in all")
-    replays = update.stats["replays"]
-    print(f"scg.jit: {replays} of {update.stats['calls']} updates replayed"
-          + (" (the loop ends at another step in each update)" if not replays else ""))
+    stats = update.stats
+    print(f"scg.jit: {stats['replays']} of {stats['calls']} updates replayed (loops of a "
+          f"length recorded before), {stats['eager']} ran afresh (a loop ending at a new "
+          f"step), {stats['recordings']} recorded")
     plt = _plots.pyplot()
     if plt is not None:
         fig, ax = plt.subplots(figsize=(7, 4))
