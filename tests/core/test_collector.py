@@ -92,3 +92,39 @@ def test_a_run_leaves_no_cycle_of_its_values_for_the_collector():
         gc.garbage.clear()
     assert ours <= {"Deps"}, sorted(ours)
     assert not arrays
+
+
+def test_holds_that_overlap_without_end_still_collect(monkeypatch):
+    # (two threads whose calls always overlap never give the collector back: a hold that
+    # ends after it has been held long enough collects)
+    import weakref
+
+    from scg.core import collector
+    monkeypatch.setattr(collector, "MAX_HELD_SECONDS", 0.0)
+    inside, release = threading.Event(), threading.Event()
+
+    def model(theta):
+        inside.set()
+        release.wait(10)
+        scg.cost("c", scg.sample("x", scg.Normal(theta, 1.0)) ** 2)
+
+    thread = threading.Thread(
+        target=lambda: scg.grad(scg.expectation(model, n=2, seed=0))(np.array(0.1)))
+    thread.start()
+    assert inside.wait(10)
+
+    class Node:
+        pass
+
+    cycle = Node()
+    cycle.me = cycle
+    gone = weakref.ref(cycle)
+    del cycle
+    try:
+        scg.grad(scg.expectation(_model_seeing([]), n=2, seed=1))(np.array(0.2))
+        assert not gc.isenabled()  # (the other thread's call still holds it)
+        assert gone() is None      # (but the hold that ended collected)
+    finally:
+        release.set()
+        thread.join(10)
+    assert gc.isenabled()
