@@ -2,8 +2,10 @@
 freed by reference counting), counted across nested calls and threads, and on again after
 the last; and a run of a model leaves no reference cycle behind for it to find."""
 
+import contextlib
 import gc
 import threading
+import weakref
 
 import numpy as np
 import pytest
@@ -51,7 +53,9 @@ def test_a_collector_turned_off_by_the_caller_stays_off():
         gc.enable()
 
 
-def test_holds_are_counted_across_threads():
+@contextlib.contextmanager
+def _a_gradient_held_open_in_another_thread():
+    """Inside: another thread is inside a gradient call (its model waits)."""
     inside, release = threading.Event(), threading.Event()
 
     def model(theta):
@@ -63,12 +67,19 @@ def test_holds_are_counted_across_threads():
         target=lambda: scg.grad(scg.expectation(model, n=2, seed=0))(np.array(0.1)))
     thread.start()
     assert inside.wait(10)
-    seen = []
-    scg.grad(scg.expectation(_model_seeing(seen), n=2, seed=1))(np.array(0.2))
-    assert seen == [False]
-    assert not gc.isenabled()  # (the other thread's call still holds it)
-    release.set()
-    thread.join(10)
+    try:
+        yield
+    finally:
+        release.set()
+        thread.join(10)
+
+
+def test_holds_are_counted_across_threads():
+    with _a_gradient_held_open_in_another_thread():
+        seen = []
+        scg.grad(scg.expectation(_model_seeing(seen), n=2, seed=1))(np.array(0.2))
+        assert seen == [False]
+        assert not gc.isenabled()  # (the other thread's call still holds it)
     assert gc.isenabled()
 
 
@@ -97,34 +108,18 @@ def test_a_run_leaves_no_cycle_of_its_values_for_the_collector():
 def test_holds_that_overlap_without_end_still_collect(monkeypatch):
     # (two threads whose calls always overlap never give the collector back: a hold that
     # ends after it has been held long enough collects)
-    import weakref
-
     from scg.core import collector
     monkeypatch.setattr(collector, "MAX_HELD_SECONDS", 0.0)
-    inside, release = threading.Event(), threading.Event()
-
-    def model(theta):
-        inside.set()
-        release.wait(10)
-        scg.cost("c", scg.sample("x", scg.Normal(theta, 1.0)) ** 2)
-
-    thread = threading.Thread(
-        target=lambda: scg.grad(scg.expectation(model, n=2, seed=0))(np.array(0.1)))
-    thread.start()
-    assert inside.wait(10)
 
     class Node:
         pass
 
-    cycle = Node()
-    cycle.me = cycle
-    gone = weakref.ref(cycle)
-    del cycle
-    try:
+    with _a_gradient_held_open_in_another_thread():
+        cycle = Node()
+        cycle.me = cycle
+        gone = weakref.ref(cycle)
+        del cycle
         scg.grad(scg.expectation(_model_seeing([]), n=2, seed=1))(np.array(0.2))
         assert not gc.isenabled()  # (the other thread's call still holds it)
         assert gone() is None      # (but the hold that ended collected)
-    finally:
-        release.set()
-        thread.join(10)
     assert gc.isenabled()
