@@ -8,6 +8,12 @@ an eager gradient of a 200-step episode. So the collector is held from the outer
 level's opening to its closing (and while scg.jit watches a recorded call, where a
 collection would run other code's callbacks inside the call); it collects as usual between
 calls. Holds are counted across threads: the collector runs again after the last one.
+
+Threads that take gradients back to back overlap: one of them is nearly always inside a
+call, and the last hold would almost never end. So a thread whose outermost call ends while
+others still hold runs the collection that is due itself (the generation whose count is
+past its threshold, as the collector would): there, outside its own tape and any watched
+call, and once per call at most, not every 700 allocations.
 """
 
 import gc
@@ -26,9 +32,25 @@ def hold():
         _HELD[0] += 1
 
 
-def release():
-    """End one hold; after the last, the collector is on again if it was before."""
+def release(collect_due=False):
+    """End one hold; after the last, the collector is on again if it was before.
+    `collect_due`: the caller is outside every tape and watched call of its thread, where
+    a collection another thread's hold keeps from starting may run (see above)."""
     with _LOCK:
         _HELD[0] -= 1
-        if not _HELD[0] and _HELD[1]:
-            gc.enable()
+        if not _HELD[0]:
+            if _HELD[1]:
+                gc.enable()
+            return
+        due = _due() if collect_due and _HELD[1] else None
+    if due is not None:  # (outside the lock: finalizers may take gradients themselves)
+        gc.collect(due)
+
+
+def _due():
+    """The oldest generation whose count is past its threshold (None: none is)."""
+    counts, thresholds = gc.get_count(), gc.get_threshold()
+    for generation in range(len(thresholds) - 1, -1, -1):
+        if thresholds[generation] and counts[generation] > thresholds[generation]:
+            return generation
+    return None

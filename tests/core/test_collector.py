@@ -4,6 +4,7 @@ the last; and a run of a model leaves no reference cycle behind for it to find."
 
 import gc
 import threading
+import weakref
 
 import numpy as np
 import pytest
@@ -92,3 +93,38 @@ def test_a_run_leaves_no_cycle_of_its_values_for_the_collector():
         gc.garbage.clear()
     assert ours <= {"Deps"}, sorted(ours)
     assert not arrays
+
+
+def test_garbage_is_collected_while_another_thread_holds_the_collector():
+    # (threads taking gradients back to back overlap: one of them is nearly always inside
+    # a call, and a collector held until the last hold ends would never run again, while
+    # every thread's reference cycles pile up)
+    inside, release = threading.Event(), threading.Event()
+
+    def waiting(theta):
+        inside.set()
+        release.wait(30)
+        scg.cost("c", scg.sample("x", scg.Normal(theta, 1.0)) ** 2)
+
+    thread = threading.Thread(
+        target=lambda: scg.grad(scg.expectation(waiting, n=2, seed=0))(np.array(0.1)))
+    thread.start()
+    try:
+        assert inside.wait(10)
+
+        class Node:
+            pass
+
+        cycle = Node()
+        cycle.self = cycle
+        dead = weakref.ref(cycle)
+        del cycle
+        E = scg.expectation(_model_seeing([]), n=4, seed=1)
+        for _ in range(20):  # (each call allocates more than the collector's threshold)
+            scg.grad(E)(np.array(0.2))
+        assert not gc.isenabled()  # (the other thread's call still holds it)
+        assert dead() is None  # (but the cycle was collected between this thread's calls)
+    finally:
+        release.set()
+        thread.join(10)
+    assert gc.isenabled()
