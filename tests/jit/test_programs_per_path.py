@@ -2,6 +2,9 @@
 step): scg.jit keeps a program per path and replays the one whose guards hold; it stops
 recording paths that never come back, and records again once a path repeats."""
 
+import gc
+import tracemalloc
+
 import numpy as np
 
 import scg
@@ -17,6 +20,9 @@ def _loop(x):
         if scg.all(s >= x):
             break
     return total
+
+
+_GLOBAL_DATA = np.arange(2.0 ** 18)  # (2 MB, compared by the guards of a function reading it)
 
 
 def _exact(x):
@@ -87,3 +93,35 @@ def test_once_a_program_exists_a_new_path_runs_afresh_until_it_repeats():
         assert f(long) == _exact(long)
     assert f.stats["recordings"] == recorded, f.explain()
     assert f.stats["eager"] == 6
+
+
+def test_the_programs_of_a_structure_share_the_data_they_read():
+    # (each recording copies a writeable array it reads as a constant, and its guards
+    # keep the bytes of the arrays they compare: the programs of six loop lengths held six
+    # copies of a closure's data matrix, and six of the global's)
+    data = np.random.default_rng(0).normal(size=(512, 512))  # 2 MB
+
+    def fit(x):
+        s = np.zeros_like(x)
+        total = 0.0
+        for _ in range(12):
+            s = s + 1.0
+            total = total + np.sum(data @ (s * x)) + np.sum(_GLOBAL_DATA)
+            if scg.all(s >= x):
+                break
+        return total
+
+    f = scg.jit(fit)
+    tracemalloc.start()
+    try:
+        for k in range(24):  # (six loop lengths, each called four times in a row)
+            x = np.full(512, 1.0 + k // 4)
+            assert f(x) == fit(x)
+        gc.collect()
+        held, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert "6 program(s)" in f.explain(), f.explain()
+    # (once each: the constant copy of the closure's data, and the bytes of it and of the
+    # global its guards compare)
+    assert held < 3.5 * data.nbytes, (held / data.nbytes, f.explain())
