@@ -125,3 +125,28 @@ def test_the_programs_of_a_structure_share_the_data_they_read():
     # (once each: the constant copy of the closure's data, and the bytes of it and of the
     # global its guards compare)
     assert held < 3.5 * data.nbytes, (held / data.nbytes, f.explain())
+
+
+def _episodes_with_a_moving_average():
+    def model(theta):
+        pos, alive = 0.0, True
+        for t in range(8):
+            with scg.mask(alive):
+                a = scg.sample(f"a{t}", scg.Bernoulli(logits=theta),
+                               estimator=scg.Score(scg.baselines.MovingAverage(0.8)))
+                scg.cost(f"r{t}", 0.5 - a)
+            pos = pos + 2 * a - 1
+            alive = alive & (np.abs(pos) < 2)
+            if scg.all(~alive):
+                break
+    return scg.grad(scg.expectation(model, n=3, seed=5))
+
+
+def test_programs_of_other_paths_update_a_baseline_once_per_call():
+    # (a program that misses midway has drawn and updated nothing: the next one tried, or
+    # the run afresh, draws the same numbers and updates the baseline once)
+    eager, jitted = _episodes_with_a_moving_average(), scg.jit(_episodes_with_a_moving_average())
+    for _ in range(40):  # (the step where every episode has ended changes from call to call)
+        assert jitted(np.array(0.3)) == eager(np.array(0.3))
+    assert jitted.stats["replays"] >= 10, jitted.explain()
+    assert "program(s)" in jitted.explain(), jitted.explain()
