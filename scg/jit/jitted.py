@@ -496,6 +496,9 @@ class Jitted:
                 state = ("runs afresh on every call: its recordings differed from call to "
                          f"call ({e.unstable}); it is recorded again only once {e.needed} "
                          "calls in a row check as many conditions (the same path again)")
+            elif e.replays:
+                state = (f"recorded {e.recordings} time(s); replayed {e.replays} call(s) "
+                         "before what its programs read changed (they were dropped)")
             else:
                 state = f"recorded {e.recordings} time(s), not yet replayed"
             lines.append(f"  structure {k + 1}: {state}")

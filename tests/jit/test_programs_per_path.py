@@ -150,3 +150,19 @@ def test_programs_of_other_paths_update_a_baseline_once_per_call():
         assert jitted(np.array(0.3)) == eager(np.array(0.3))
     assert jitted.stats["replays"] >= 10, jitted.explain()
     assert "program(s)" in jitted.explain(), jitted.explain()
+
+
+def test_explain_says_a_structure_was_replayed_before_its_programs_were_dropped():
+    factor = [1.0]
+
+    def scaled(x):
+        return _loop(x) * factor[0]
+
+    f = scg.jit(scaled)
+    for _ in range(4):
+        f(np.array([3.0]))
+    factor[0] = 2.0  # (what every program read changed: they are dropped)
+    assert f(np.array([4.0])) == 2.0 * _exact(np.array([4.0]))
+    text = f.explain()
+    assert "not yet replayed" not in text, text
+    assert "replayed 2 call(s) before what its programs read changed" in text, text
