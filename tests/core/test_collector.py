@@ -115,12 +115,18 @@ def test_garbage_is_collected_while_another_thread_holds_the_collector():
         class Node:
             pass
 
-        cycle = Node()
-        cycle.self = cycle
-        dead = weakref.ref(cycle)
-        del cycle
+        def cycles(count):  # (garbage only the collector frees)
+            for _ in range(count):
+                node = Node()
+                node.self = node
+
+        first = Node()
+        first.self = first
+        dead = weakref.ref(first)
+        del first
         E = scg.expectation(_model_seeing([]), n=4, seed=1)
-        for _ in range(20):  # (each call allocates more than the collector's threshold)
+        for _ in range(20):
+            cycles(1000)  # (more than the collector's threshold between two calls)
             scg.grad(E)(np.array(0.2))
         assert not gc.isenabled()  # (the other thread's call still holds it)
         assert dead() is None  # (but the cycle was collected between this thread's calls)
