@@ -9,22 +9,18 @@ level's opening to its closing (and while scg.jit watches a recorded call, where
 collection would run other code's callbacks inside the call); it collects as usual between
 calls. Holds are counted across threads: the collector runs again after the last one.
 
-Threads whose calls overlap without end (a pool of workers taking gradients back to back)
-would hold it for good, and the cyclic garbage of the whole process would grow: a hold
-that ends while others go on collects once the collector has been held for
-`MAX_HELD_SECONDS` in a row (in the thread ending its hold; a collection's callbacks run in
-the thread that collects, outside the other threads' calls).
+Threads that take gradients back to back overlap: one of them is nearly always inside a
+call, and the last hold would almost never end. So a thread whose outermost call ends while
+others still hold runs the collection that is due itself (the generation whose count is
+past its threshold, as the collector would): there, outside its own tape and any watched
+call, and once per call at most, not every 700 allocations.
 """
 
 import gc
 import threading
-import time
-
-MAX_HELD_SECONDS = 2.0
 
 _LOCK = threading.Lock()
-_HELD = [0, False, 0.0]  # (holds running, whether the collector was on before the first,
-#                           when it last collected or was given back)
+_HELD = [0, False]  # (holds running, whether the collector was on before the first)
 
 
 def hold():
@@ -32,21 +28,29 @@ def hold():
     with _LOCK:
         if not _HELD[0]:
             _HELD[1] = gc.isenabled()
-            _HELD[2] = time.monotonic()
             gc.disable()
         _HELD[0] += 1
 
 
-def release():
-    """End one hold; after the last, the collector is on again if it was before."""
-    collect = False
+def release(collect_due=False):
+    """End one hold; after the last, the collector is on again if it was before.
+    `collect_due`: the caller is outside every tape and watched call of its thread, where
+    a collection another thread's hold keeps from starting may run (see above)."""
     with _LOCK:
         _HELD[0] -= 1
         if not _HELD[0]:
             if _HELD[1]:
                 gc.enable()
-        elif _HELD[1] and time.monotonic() - _HELD[2] > MAX_HELD_SECONDS:
-            _HELD[2] = time.monotonic()
-            collect = True
-    if collect:
-        gc.collect()
+            return
+        due = _due() if collect_due and _HELD[1] else None
+    if due is not None:  # (outside the lock: finalizers may take gradients themselves)
+        gc.collect(due)
+
+
+def _due():
+    """The oldest generation whose count is past its threshold (None: none is)."""
+    counts, thresholds = gc.get_count(), gc.get_threshold()
+    for generation in range(len(thresholds) - 1, -1, -1):
+        if thresholds[generation] and counts[generation] > thresholds[generation]:
+            return generation
+    return None

@@ -72,7 +72,7 @@ class new_level:
             _unlock(state, state.level)
         state.level -= 1
         if not state.level:
-            collector.release()
+            collector.release(collect_due=True)  # (another thread's call may still hold it)
             if state.sums:  # (the sums of this call go with it)
                 state.sums.clear()
         return False

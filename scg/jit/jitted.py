@@ -30,6 +30,7 @@ _PROGRAMS = 8            # programs kept per structure of call (loops of other l
 _CANDIDATES = 4          # watched recordings kept per structure, awaiting confirmation
 _KEYS = 32               # structures kept per jitted function
 _GIVE_UP = 64            # new structures without a replay: stop recording
+_SHARED_BYTES = 1 << 16  # constants this large are shared by a structure's recordings
 
 
 def jit(fn=None, *, validate=2, trust=()):
@@ -93,11 +94,12 @@ class _Program:
     """One compiled recording of a structure of call, and the guards it was made with."""
 
     __slots__ = ("run", "source", "built", "out_def", "generators", "keepers", "n_ops",
-                 "guards", "check", "n_checks", "replays")
+                 "guards", "check", "n_checks", "replays", "consts")
 
     def __init__(self, run, source, built, out_def, generators, n_ops, guards, check,
-                 n_checks):
+                 n_checks, consts):
         self.run, self.source, self.built, self.out_def = run, source, built, out_def
+        self.consts = consts  # (its constants: see _share_constants)
         self.generators = generators
         self.keepers = [position_keeper(g) for g in generators]  # (save, restore)
         self.n_ops, self.guards = n_ops, guards
@@ -434,6 +436,7 @@ class Jitted:
                 entry.error = f"its recording cannot be replayed: {reason}"
             return result
         entry.denials = 0
+        _share_constants(entry, rec)
         signature = _signature(rec, out_leaves, inputs)
         new_candidate = False
         if confirming:  # (unwatched: it may only confirm the recording it follows)
@@ -450,6 +453,7 @@ class Jitted:
                 if entry.candidates:  # (for explain(), if no program comes of them)
                     entry.unstable = _difference(entry.candidates[0].signature, signature)
                 check, n_checks, _ = guarded
+                _share_constants(entry, rec, check)
                 match = _Candidate(signature, check, n_checks)
                 match.seen = 0
                 entry.candidates = [match] + entry.candidates[:_CANDIDATES - 1]
@@ -461,7 +465,7 @@ class Jitted:
                 run, source, built = compile_program(rec, inputs, out_leaves, out_def)
                 prog = _Program(run, source, built, out_def, generators_of(rec),
                                 len(rec.lines), [(k, w) for _, k, w in rec.guards],
-                                match.check, match.n_checks)
+                                match.check, match.n_checks, rec.consts)
                 entry.candidates = [c for c in entry.candidates if c is not match]
                 # (last: another thread may replay it at once)
                 entry.programs = [prog] + entry.programs[:_PROGRAMS - 1]
@@ -492,6 +496,9 @@ class Jitted:
                 state = ("runs afresh on every call: its recordings differed from call to "
                          f"call ({e.unstable}); it is recorded again only once {e.needed} "
                          "calls in a row check as many conditions (the same path again)")
+            elif e.replays:
+                state = (f"recorded {e.recordings} time(s); replayed {e.replays} call(s) "
+                         "before what its programs read changed (they were dropped)")
             else:
                 state = f"recorded {e.recordings} time(s), not yet replayed"
             lines.append(f"  structure {k + 1}: {state}")
@@ -578,6 +585,52 @@ def _form(saved):
 
 
 # ---------------------------------------------------------------- recordings compared
+def _share_constants(entry, rec, check=None):
+    """Each large constant of the recording (and of its guards, `check`) becomes an
+    identical one that a program or candidate of the same structure already holds: every
+    recording copies a writeable array it reads (a closure's data matrix: recording._frozen)
+    and its guards keep the bytes of each array they compare, so the programs of several
+    paths (loop lengths) would each hold copies of the same data."""
+    programs, candidates = entry.programs, entry.candidates
+    if not programs and not candidates:
+        return
+    held = [c for p in programs for c in p.consts if _large(c)]
+    held += [c for cand in candidates for c in cand.signature[2] if _large(c)]
+    consts = rec.consts
+    for k, c in enumerate(consts):
+        if held and _large(c):
+            consts[k] = next((h for h in held if h is c or _identical(h, c)), c)
+    if check is None:
+        return
+    # (the guards' constants: the globals of the predicate guards.py compiled)
+    snapshots = [v for f in [p.check for p in programs] + [c.check for c in candidates]
+                 for v in f.__globals__.values() if _large_bytes(v)]
+    names = check.__globals__
+    for k, v in names.items():
+        if snapshots and _large_bytes(v):
+            names[k] = next((h for h in snapshots if h is v or h == v), v)
+
+
+def _large_bytes(v):
+    return type(v) is bytes and len(v) >= _SHARED_BYTES
+
+
+def _large(c):
+    return type(c) is np.ndarray and c.nbytes >= _SHARED_BYTES and not c.dtype.hasobject
+
+
+def _identical(a, b):
+    """The same array for a program: shape, dtype, layout and every bit."""
+    if a.shape != b.shape or a.dtype != b.dtype or a.strides != b.strides:
+        return False
+    order = "C" if a.flags.c_contiguous else "F" if a.flags.f_contiguous else None
+    if order is None:  # (a broadcast, or another view: compared as numpy lays it out)
+        return same(a, b)
+    # (byte by byte, without a copy of either)
+    return bool(np.array_equal(a.reshape(-1, order=order).view(np.uint8),
+                               b.reshape(-1, order=order).view(np.uint8)))
+
+
 def _signature(rec, out_leaves, inputs):
     outs = tuple(("v", o.slot) if type(o) is Var else ("c", _value_key(o)) for o in out_leaves)
     refs = [type(r) if f"r{k}" in rec.own else r for k, r in enumerate(rec.refs)]
