@@ -93,15 +93,15 @@ _MISSED = object()  # (a replay that missed a guard or raised)
 class _Program:
     """One compiled recording of a structure of call, and the guards it was made with."""
 
-    __slots__ = ("run", "source", "built", "out_def", "generators", "keepers", "n_ops",
-                 "guards", "check", "n_checks", "replays", "consts")
+    __slots__ = ("run", "source", "built", "out_def", "keepers", "n_ops", "guards", "check",
+                 "n_checks", "replays", "consts")
 
     def __init__(self, run, source, built, out_def, generators, n_ops, guards, check,
                  n_checks, consts):
         self.run, self.source, self.built, self.out_def = run, source, built, out_def
         self.consts = consts  # (its constants: see _share_constants)
-        self.generators = generators
-        self.keepers = [position_keeper(g) for g in generators]  # (save, restore)
+        # (save, restore) of the position of each generator it draws from
+        self.keepers = [position_keeper(g) for g in generators]
         self.n_ops, self.guards = n_ops, guards
         self.check, self.n_checks = check, n_checks  # (what it read outside its arrays)
         self.replays = 0
@@ -115,7 +115,7 @@ class _Candidate:
 
     def __init__(self, signature, check, n_checks):
         self.signature, self.check, self.n_checks = signature, check, n_checks
-        self.seen = 1
+        self.seen = 0  # (recordings identical to it, the watched one counted)
 
 
 class _Entry:
@@ -438,6 +438,7 @@ class Jitted:
         entry.denials = 0
         _share_constants(entry, rec)
         signature = _signature(rec, out_leaves, inputs)
+        read = [(kind, where) for _, kind, where in rec.guards]
         new_candidate = False
         if confirming:  # (unwatched: it may only confirm the recording it follows)
             match = newest if guarded and _same_signature(newest.signature, signature) \
@@ -453,9 +454,8 @@ class Jitted:
                 if entry.candidates:  # (for explain(), if no program comes of them)
                     entry.unstable = _difference(entry.candidates[0].signature, signature)
                 check, n_checks, _ = guarded
-                _share_constants(entry, rec, check)
+                _share_guard_bytes(entry, check)
                 match = _Candidate(signature, check, n_checks)
-                match.seen = 0
                 entry.candidates = [match] + entry.candidates[:_CANDIDATES - 1]
                 new_candidate = True
         made = False
@@ -464,14 +464,13 @@ class Jitted:
             if match.seen >= self.validate:
                 run, source, built = compile_program(rec, inputs, out_leaves, out_def)
                 prog = _Program(run, source, built, out_def, generators_of(rec),
-                                len(rec.lines), [(k, w) for _, k, w in rec.guards],
-                                match.check, match.n_checks, rec.consts)
+                                len(rec.lines), read, match.check, match.n_checks,
+                                rec.consts)
                 entry.candidates = [c for c in entry.candidates if c is not match]
                 # (last: another thread may replay it at once)
                 entry.programs = [prog] + entry.programs[:_PROGRAMS - 1]
                 made = True
-        entry.recorded(made, new_candidate, match is not None and not new_candidate,
-                       [(k, w) for _, k, w in rec.guards])
+        entry.recorded(made, new_candidate, match is not None and not new_candidate, read)
         return result
 
     def explain(self):
@@ -585,29 +584,32 @@ def _form(saved):
 
 
 # ---------------------------------------------------------------- recordings compared
-def _share_constants(entry, rec, check=None):
-    """Each large constant of the recording (and of its guards, `check`) becomes an
-    identical one that a program or candidate of the same structure already holds: every
-    recording copies a writeable array it reads (a closure's data matrix: recording._frozen)
-    and its guards keep the bytes of each array they compare, so the programs of several
-    paths (loop lengths) would each hold copies of the same data."""
-    programs, candidates = entry.programs, entry.candidates
-    if not programs and not candidates:
+def _share_constants(entry, rec):
+    """Each large constant of the recording becomes an identical one that a program or
+    candidate of the same structure already holds: every recording copies a writeable
+    array it reads (a closure's data matrix: recording._frozen), so the programs of
+    several paths (loop lengths) would each hold copies of the same data."""
+    held = [c for p in entry.programs for c in p.consts if _large(c)]
+    held += [c for cand in entry.candidates for c in cand.signature[2] if _large(c)]
+    if not held:
         return
-    held = [c for p in programs for c in p.consts if _large(c)]
-    held += [c for cand in candidates for c in cand.signature[2] if _large(c)]
     consts = rec.consts
     for k, c in enumerate(consts):
-        if held and _large(c):
+        if _large(c):
             consts[k] = next((h for h in held if h is c or _identical(h, c)), c)
-    if check is None:
-        return
-    # (the guards' constants: the globals of the predicate guards.py compiled)
-    snapshots = [v for f in [p.check for p in programs] + [c.check for c in candidates]
+
+
+def _share_guard_bytes(entry, check):
+    """The same for the bytes the guards `check` compare (the globals of the predicate
+    guards.py compiled): each guard keeps the bytes of every array it compares."""
+    snapshots = [v for f in [p.check for p in entry.programs] +
+                 [c.check for c in entry.candidates]
                  for v in f.__globals__.values() if _large_bytes(v)]
+    if not snapshots:
+        return
     names = check.__globals__
     for k, v in names.items():
-        if snapshots and _large_bytes(v):
+        if _large_bytes(v):
             names[k] = next((h for h in snapshots if h is v or h == v), v)
 
 

@@ -150,6 +150,10 @@ class Watch:
         self.denied = None
 
     def __enter__(self):
+        # (the garbage collector is held, core/collector.py: a collection starting inside
+        # the call runs gc.callbacks, finalizers of cycles and weakref callbacks (a test
+        # runner's, a library's) wherever it starts, and the profiler would count them as
+        # the user's calls)
         collector.hold()
         self._previous = sys.getprofile()
         self._profiler = _lsprof.Profiler()
@@ -198,12 +202,6 @@ class Watch:
                     self.denied = f"it calls {what} in {code.co_qualname} at " \
                                   f"{code.co_filename}:{_line_of(code, what)}"
         return False
-
-
-# The garbage collector is held while a call is watched (core/collector.py): a collection
-# starting inside it runs gc.callbacks, finalizers of cycles and weakref callbacks (a test
-# runner's, a library's) wherever it starts, and the profiler would count them as the
-# user's calls.
 
 
 def _line_of(code, what):

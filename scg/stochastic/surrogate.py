@@ -132,18 +132,9 @@ class SurrogateContext:
         weights (see copies.py)."""
         copies, grid = self.copies, self.grid
         down = self._summed(site) if copies else ()
-        costs = self.costs
-        if copies:  # (each cost weighted for this site: a sum of its own)
-            total = None
-            for c in reversed(self.trace.downstream_costs(site)):
-                value, plates = costs[c.name]
-                value = self._weighted(c, strip(value), plates, down, plain=True)
-                if plates:  # (a cost outside every plate is on the grid as it is)
-                    value = grid.onto(value, plates,
-                                      _shared(site.plates, c.plates_for(site.name)))
-                total = value if total is None else value + total
-        else:
-            total = self._tail_sum(site, self.trace.downstream_costs(site))
+        weigh = (lambda c, value, plates: self._weighted(c, value, plates, down, plain=True)) \
+            if copies else None
+        total = self._tail_sum(site, self.trace.downstream_costs(site), weigh)
         # (the layout of the site's log-probability, without computing it: an estimator
         # whose copies hold values outside the support asks for q too)
         shape = grid.shape_of(self.trace.rows, site.dist.batch_shape, site.plates)
@@ -155,28 +146,33 @@ class SurrogateContext:
         return effects.opaque(_grouped, total, tuple(copies.blocks), own, slots, context,
                            tuple(down), copies.positions())
 
-    def _tail_sum(self, site, down):
-        """The sum of the costs `down` (plain), from the last one back. The sites of a loop
-        of T steps have nested lists of costs downstream, each the tail of the one before
-        (or after): every partial sum of costs outside plates is kept, under its first cost
-        and its length, so that the whole loop takes T additions, not T^2 / 2."""
+    def _tail_sum(self, site, down, weigh=None):
+        """The sum of the costs `down` (plain, each through `weigh(cost, value, plates)`
+        if given: the copies' weights for this site), on the site's grid, from the last one
+        back. The sites of a loop of T steps have nested lists of costs downstream, each the
+        tail of the one before (or after): every partial sum of unweighted costs outside
+        plates is kept, under its first cost and its length, so that the whole loop takes
+        T additions, not T^2 / 2."""
         n = len(down)
         if not n:
             return None
         tails, costs = self._tails, self.costs
         total, k = None, n
-        for start in (0, 1):  # (this site's list, or all of it but its first cost)
+        shared = weigh is None  # (a weighted cost, or one in a plate laid out for this
+        # site, is this site's alone)
+        for start in (0, 1) if shared else ():  # (this site's list, or all but its first)
             got = tails.get((id(down[start]), n - start)) if start < n else None
             # (costs compare by their names first, which differ: never their values)
             if got is not None and got[1][got[2]:] == down[start:]:
                 total, k = got[0], start
                 break
-        shared = True  # (a cost in a plate is laid out for this site: not shared)
         for i in range(k - 1, -1, -1):
             c = down[i]
             value, plates = costs[c.name]
             value = strip(value)
-            if plates:
+            if weigh is not None:
+                value = weigh(c, value, plates)
+            if plates:  # (a cost outside every plate is on the grid as it is)
                 value = self.grid.onto(value, plates,
                                        _shared(site.plates, c.plates_for(site.name)))
                 shared = False

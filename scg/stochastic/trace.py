@@ -233,17 +233,15 @@ class Trace(effects.Handler):
                                   *[w.param_deps.rough for w in scored])
         pathwise = {s for s in rough if s in sites and sites[s].estimator.differentiable}
         where = {}
-        if pathwise:
-            for c in self.cost_sites.values():
-                if not pathwise.isdisjoint(c.deps.rough):
-                    for s in c.deps.rough:
-                        if s in pathwise:
-                            where.setdefault(s, f"cost {c.name!r}")
-            for w in scored:
-                if not pathwise.isdisjoint(w.param_deps.rough):
-                    for s in w.param_deps.rough:
-                        if s in pathwise:
-                            where.setdefault(s, f"the parameters of site {w.name!r}")
+        if not pathwise:  # (the usual case: no place to name)
+            return where
+        places = [(c.deps.rough, f"cost {c.name!r}") for c in self.cost_sites.values()]
+        places += [(w.param_deps.rough, f"the parameters of site {w.name!r}") for w in scored]
+        for rough, place in places:
+            if not pathwise.isdisjoint(rough):
+                for s in rough:
+                    if s in pathwise:
+                        where.setdefault(s, place)
         return where
 
     def check_forced(self):

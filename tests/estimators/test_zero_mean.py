@@ -4,6 +4,7 @@ out of first derivatives for the score function (as Pyro's TraceGraph_ELBO) and 
 scg.Pathwise(stl=True); second derivatives keep it, and a model that uses log q(z)
 otherwise (a multi-sample bound) keeps it, or, for stl=True, gets EstimatorError."""
 
+import gc
 import itertools
 
 import numpy as np
@@ -155,3 +156,30 @@ def test_sticking_the_landing_in_a_multi_sample_bound_points_to_dreg():
         scg.grad(scg.expectation(bound, n=10, seed=0))(np.array([0.1, -0.4]))
     with pytest.raises(scg.EstimatorError, match="drop stl=True"):
         scg.Pathwise(stl=True, dreg=True)
+
+
+def test_the_held_log_probability_leaves_no_cycle_of_the_run():
+    # (a score site's held log-probability once held the run, which holds the site: every
+    # run's values and arrays then waited for a collection. The dependency sets'
+    # one-entry caches may refer to each other: small, and hold no value)
+    def model(theta):
+        z = scg.sample("z", scg.Bernoulli(logits=theta), estimator=scg.Score("loo"))
+        x = scg.sample("x", scg.Normal(theta, 1.0))
+        scg.cost("c", (z - 0.3) ** 2 + x ** 2)
+
+    E = scg.expectation(model, n=4, seed=0)
+    scg.grad(E)(np.array(0.2))
+    gc.collect()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        for _ in range(3):
+            scg.grad(E)(np.array(0.2))
+        gc.collect()
+        ours = {type(o).__qualname__ for o in gc.garbage
+                if type(o).__module__.startswith("scg.")}
+        arrays = [o for o in gc.garbage if isinstance(o, np.ndarray)]
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+    assert ours <= {"Deps"}, sorted(ours)
+    assert not arrays
